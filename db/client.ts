@@ -1,0 +1,39 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { drizzle, type BetterSQLite3Database } from 'drizzle-orm/better-sqlite3';
+import { migrate } from 'drizzle-orm/better-sqlite3/migrator';
+import { getEnv } from '@/lib/env';
+import * as schema from './schema';
+
+export type Db = BetterSQLite3Database<typeof schema> & { $client: Database.Database };
+
+const migrationsFolder = path.join(process.cwd(), 'drizzle');
+
+/** Opens (creating the folder and file when needed) and migrates a database file. */
+export function openDatabase(databasePath: string): Db {
+  if (databasePath !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(databasePath)), { recursive: true });
+  const sqlite = new Database(databasePath);
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('synchronous = NORMAL');
+  sqlite.pragma('foreign_keys = ON');
+  sqlite.pragma('busy_timeout = 5000');
+  const db = drizzle(sqlite, { schema });
+  migrate(db, { migrationsFolder });
+  return db as Db;
+}
+
+/**
+ * The server's connection, opened on first use (never at build time) and cached on globalThis so that
+ * dev reloads and separately bundled routes share it.
+ */
+const globalForDb = globalThis as unknown as { __mcpTaskServerDb?: { path: string; db: Db } };
+
+export function getDb(): Db {
+  const databasePath = getEnv().DATABASE_PATH;
+  const cached = globalForDb.__mcpTaskServerDb;
+  if (cached && cached.path === databasePath) return cached.db;
+  const db = openDatabase(databasePath);
+  globalForDb.__mcpTaskServerDb = { path: databasePath, db };
+  return db;
+}

@@ -1,0 +1,75 @@
+import { and, asc, eq, gt, isNull, lt, max } from 'drizzle-orm';
+import { getDb } from '../client';
+import { mcpSessions, sessionMessages } from '../schema';
+
+export type McpSession = typeof mcpSessions.$inferSelect;
+
+export function createMcpSession(input: Omit<McpSession, 'createdAt' | 'lastSeenAt' | 'endedAt'>): McpSession {
+  const now = Date.now();
+  return getDb()
+    .insert(mcpSessions)
+    .values({ ...input, createdAt: now, lastSeenAt: now })
+    .returning()
+    .get();
+}
+
+export function getMcpSessionById(id: string): McpSession | undefined {
+  return getDb().select().from(mcpSessions).where(eq(mcpSessions.id, id)).get();
+}
+
+/** Ends a live session of this user and drops its undelivered messages; false when there is none. */
+export function endMcpSession(id: string, userId: string): boolean {
+  return getDb().transaction((tx) => {
+    const ended = tx
+      .update(mcpSessions)
+      .set({ endedAt: Date.now() })
+      .where(and(eq(mcpSessions.id, id), eq(mcpSessions.userId, userId), isNull(mcpSessions.endedAt)))
+      .run();
+    tx.delete(sessionMessages).where(eq(sessionMessages.sessionId, id)).run();
+    return ended.changes > 0;
+  });
+}
+
+/**
+ * Queues a message for a live session's GET stream; the returned id is its SSE event id. Returns
+ * undefined when the session has ended or does not exist.
+ */
+export function appendSessionMessage(sessionId: string, message: Record<string, unknown>): number | undefined {
+  return getDb().transaction((tx) => {
+    const live = tx
+      .select({ id: mcpSessions.id })
+      .from(mcpSessions)
+      .where(and(eq(mcpSessions.id, sessionId), isNull(mcpSessions.endedAt)))
+      .get();
+    if (!live) return undefined;
+    return tx
+      .insert(sessionMessages)
+      .values({ sessionId, message, createdAt: Date.now() })
+      .returning({ id: sessionMessages.id })
+      .get().id;
+  });
+}
+
+/** The id of the session's newest message, or 0: where a fresh GET stream starts. */
+export function getLastSessionMessageId(sessionId: string): number {
+  const row = getDb()
+    .select({ id: max(sessionMessages.id) })
+    .from(sessionMessages)
+    .where(eq(sessionMessages.sessionId, sessionId))
+    .get();
+  return row?.id ?? 0;
+}
+
+export function listSessionMessagesAfter(sessionId: string, afterId: number, limit: number) {
+  return getDb()
+    .select({ id: sessionMessages.id, message: sessionMessages.message })
+    .from(sessionMessages)
+    .where(and(eq(sessionMessages.sessionId, sessionId), gt(sessionMessages.id, afterId)))
+    .orderBy(asc(sessionMessages.id))
+    .limit(limit)
+    .all();
+}
+
+export function deleteSessionMessagesOlderThan(cutoff: number): number {
+  return getDb().delete(sessionMessages).where(lt(sessionMessages.createdAt, cutoff)).run().changes;
+}

@@ -1,0 +1,144 @@
+import { and, asc, desc, eq, gt, inArray, lt, lte, or, sql } from 'drizzle-orm';
+import { getDb } from '../client';
+import { taskEvents, tasks, type TaskStatus } from '../schema';
+
+export type TaskRow = typeof tasks.$inferSelect;
+export type NewTaskRow = Omit<TaskRow, 'lastUpdatedAt' | 'progress' | 'progressTotal' | 'progressMessage' | 'result' | 'error' | 'attempt'>;
+export type TaskEventRow = typeof taskEvents.$inferSelect;
+
+/** Inserts a task and its first event in one transaction: once this returns, the task is durable. */
+export function insertTask(row: NewTaskRow, actor: string): TaskRow {
+  return getDb().transaction((tx) => {
+    const task = tx
+      .insert(tasks)
+      .values({ ...row, lastUpdatedAt: row.createdAt })
+      .returning()
+      .get();
+    tx.insert(taskEvents)
+      .values({ taskId: task.id, at: task.createdAt, toStatus: task.status, statusMessage: task.statusMessage, actor })
+      .run();
+    return task;
+  });
+}
+
+export function getTaskByIdForUser(id: string, userId: string): TaskRow | undefined {
+  return getDb()
+    .select()
+    .from(tasks)
+    .where(and(eq(tasks.id, id), eq(tasks.userId, userId)))
+    .get();
+}
+
+export function getTaskById(id: string): TaskRow | undefined {
+  return getDb().select().from(tasks).where(eq(tasks.id, id)).get();
+}
+
+/** A user's tasks, newest first, strictly after the keyset position when one is given. */
+export function listTasksByUserId(
+  userId: string,
+  options: { limit: number; notExpiredAt: number; before?: { createdAt: number; id: string } },
+): TaskRow[] {
+  const { before } = options;
+  const position = before
+    ? or(lt(tasks.createdAt, before.createdAt), and(eq(tasks.createdAt, before.createdAt), lt(tasks.id, before.id)))
+    : undefined;
+  return getDb()
+    .select()
+    .from(tasks)
+    .where(and(eq(tasks.userId, userId), gt(tasks.expiresAt, options.notExpiredAt), position))
+    .orderBy(desc(tasks.createdAt), desc(tasks.id))
+    .limit(options.limit)
+    .all();
+}
+
+/** lastUpdatedAt moves forward on every change, even two changes within one millisecond. */
+const nextUpdatedAt = (now: number) => sql`max(${now}, ${tasks.lastUpdatedAt} + 1)`;
+
+/**
+ * Moves a task between states only when it is in one of `from`: the database decides every race.
+ * Returns the updated row, or undefined when the task was not in `from` (or does not exist).
+ */
+export function transitionTask(
+  id: string,
+  change: {
+    from: readonly TaskStatus[];
+    to: TaskStatus;
+    statusMessage: string | null;
+    actor: string;
+    result?: Record<string, unknown>;
+    error?: { code: number; message: string; data?: unknown };
+  },
+): TaskRow | undefined {
+  const now = Date.now();
+  return getDb().transaction((tx) => {
+    const before = tx.select({ status: tasks.status }).from(tasks).where(eq(tasks.id, id)).get();
+    const updated = tx
+      .update(tasks)
+      .set({
+        status: change.to,
+        statusMessage: change.statusMessage,
+        lastUpdatedAt: nextUpdatedAt(now),
+        ...(change.result !== undefined ? { result: change.result } : {}),
+        ...(change.error !== undefined ? { error: change.error } : {}),
+      })
+      .where(and(eq(tasks.id, id), inArray(tasks.status, [...change.from])))
+      .returning()
+      .get();
+    if (!updated) return undefined;
+    tx.insert(taskEvents)
+      .values({
+        taskId: id,
+        at: now,
+        fromStatus: before?.status ?? null,
+        toStatus: change.to,
+        statusMessage: change.statusMessage,
+        actor: change.actor,
+      })
+      .run();
+    return updated;
+  });
+}
+
+/** Records progress and/or a status message of a task that is still running. */
+export function updateTaskProgress(
+  id: string,
+  update: { progress?: number; progressTotal?: number | null; progressMessage?: string | null; statusMessage?: string },
+): TaskRow | undefined {
+  return getDb()
+    .update(tasks)
+    .set({ ...update, lastUpdatedAt: nextUpdatedAt(Date.now()) })
+    .where(and(eq(tasks.id, id), inArray(tasks.status, ['working', 'input_required'])))
+    .returning()
+    .get();
+}
+
+/** Marks a task as started again after a restart. */
+export function incrementTaskAttempt(id: string): void {
+  getDb()
+    .update(tasks)
+    .set({ attempt: sql`${tasks.attempt} + 1` })
+    .where(eq(tasks.id, id))
+    .run();
+}
+
+export function listTasksByStatus(statuses: readonly TaskStatus[]): TaskRow[] {
+  return getDb()
+    .select()
+    .from(tasks)
+    .where(inArray(tasks.status, [...statuses]))
+    .orderBy(asc(tasks.createdAt))
+    .all();
+}
+
+/** Deletes every task whose ttl has run out (their events go with them). */
+export function deleteExpiredTasks(now: number): Array<{ id: string; userId: string }> {
+  return getDb()
+    .delete(tasks)
+    .where(lte(tasks.expiresAt, now))
+    .returning({ id: tasks.id, userId: tasks.userId })
+    .all();
+}
+
+export function listTaskEventsByTaskId(taskId: string): TaskEventRow[] {
+  return getDb().select().from(taskEvents).where(eq(taskEvents.taskId, taskId)).orderBy(asc(taskEvents.id)).all();
+}

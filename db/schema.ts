@@ -1,0 +1,128 @@
+import { sql } from 'drizzle-orm';
+import { index, integer, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+
+/** Times are stored as integer milliseconds since the epoch (UTC). */
+const millis = (name: string) => integer(name, { mode: 'number' });
+
+export const users = sqliteTable(
+  'users',
+  {
+    id: text('id').primaryKey(),
+    email: text('email').notNull(),
+    name: text('name'),
+    passwordHash: text('password_hash'),
+    createdAt: millis('created_at').notNull(),
+  },
+  (table) => [uniqueIndex('users_email_unique').on(table.email)],
+);
+
+export const accessTokens = sqliteTable(
+  'access_tokens',
+  {
+    id: text('id').primaryKey(),
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    tokenHash: text('token_hash').notNull(),
+    lastFour: text('last_four').notNull(),
+    createdAt: millis('created_at').notNull(),
+    lastUsedAt: millis('last_used_at'),
+    expiresAt: millis('expires_at'),
+    revokedAt: millis('revoked_at'),
+  },
+  (table) => [
+    uniqueIndex('access_tokens_hash_unique').on(table.tokenHash),
+    index('access_tokens_user_idx').on(table.userId, table.createdAt),
+  ],
+);
+
+export const mcpSessions = sqliteTable(
+  'mcp_sessions',
+  {
+    id: text('id').primaryKey(),
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    protocolVersion: text('protocol_version').notNull(),
+    clientName: text('client_name'),
+    clientVersion: text('client_version'),
+    clientCapabilities: text('client_capabilities', { mode: 'json' }).$type<Record<string, unknown>>(),
+    createdAt: millis('created_at').notNull(),
+    lastSeenAt: millis('last_seen_at').notNull(),
+    endedAt: millis('ended_at'),
+  },
+  (table) => [index('mcp_sessions_user_idx').on(table.userId)],
+);
+
+/**
+ * Messages the server sends a session outside any request (task status, progress): the GET stream
+ * reads them in id order, and the id is the SSE event id that `Last-Event-ID` resumes from.
+ */
+export const sessionMessages = sqliteTable(
+  'session_messages',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    sessionId: text('session_id')
+      .notNull()
+      .references(() => mcpSessions.id, { onDelete: 'cascade' }),
+    message: text('message', { mode: 'json' }).notNull().$type<Record<string, unknown>>(),
+    createdAt: millis('created_at').notNull(),
+  },
+  (table) => [index('session_messages_session_idx').on(table.sessionId, table.id)],
+);
+
+export const taskStatuses = ['working', 'input_required', 'completed', 'failed', 'cancelled'] as const;
+export type TaskStatus = (typeof taskStatuses)[number];
+
+export const tasks = sqliteTable(
+  'tasks',
+  {
+    id: text('id').primaryKey(),
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    sessionId: text('session_id'),
+    clientName: text('client_name'),
+    clientVersion: text('client_version'),
+    toolName: text('tool_name').notNull(),
+    arguments: text('arguments', { mode: 'json' }).notNull().$type<Record<string, unknown>>(),
+    status: text('status', { enum: taskStatuses }).notNull(),
+    statusMessage: text('status_message'),
+    createdAt: millis('created_at').notNull(),
+    lastUpdatedAt: millis('last_updated_at').notNull(),
+    ttlMs: integer('ttl_ms').notNull(),
+    expiresAt: millis('expires_at').notNull(),
+    pollIntervalMs: integer('poll_interval_ms').notNull(),
+    progressToken: text('progress_token', { mode: 'json' }).$type<string | number>(),
+    progress: real('progress'),
+    progressTotal: real('progress_total'),
+    progressMessage: text('progress_message'),
+    /** The CallToolResult of a finished task, exactly as tools/call would have returned it. */
+    result: text('result', { mode: 'json' }).$type<Record<string, unknown>>(),
+    /** The JSON-RPC error of a task whose request failed, returned verbatim by tasks/result. */
+    error: text('error', { mode: 'json' }).$type<{ code: number; message: string; data?: unknown }>(),
+    attempt: integer('attempt').notNull().default(1),
+  },
+  (table) => [
+    index('tasks_user_created_idx').on(table.userId, table.createdAt, table.id),
+    index('tasks_status_idx').on(table.status),
+    index('tasks_expires_idx').on(table.expiresAt),
+  ],
+);
+
+export const taskEvents = sqliteTable(
+  'task_events',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    taskId: text('task_id')
+      .notNull()
+      .references(() => tasks.id, { onDelete: 'cascade' }),
+    at: millis('at').notNull(),
+    fromStatus: text('from_status', { enum: taskStatuses }),
+    toStatus: text('to_status', { enum: taskStatuses }).notNull(),
+    statusMessage: text('status_message'),
+    actor: text('actor').notNull().default(sql`'system'`),
+  },
+  (table) => [index('task_events_task_idx').on(table.taskId, table.id)],
+);

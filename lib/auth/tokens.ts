@@ -1,0 +1,59 @@
+import { createHash, randomBytes } from 'node:crypto';
+import {
+  getAccessTokenByHash,
+  insertAccessToken,
+  markAccessTokenUsed,
+  revokeAccessTokenByHash,
+  type AccessToken,
+} from '@/db/queries/tokens';
+
+export const tokenPrefix = 'mcp_pat_';
+/** 32 random bytes (256 bits), base64url: 43 characters after the prefix. */
+const tokenPattern = /^mcp_pat_[A-Za-z0-9_-]{43}$/;
+/** Writing last-used on every request would turn each read into a write; once a minute is enough. */
+const lastUsedResolutionMs = 60 * 1000;
+
+export function hashToken(token: string): string {
+  return createHash('sha256').update(token).digest('hex');
+}
+
+/** Creates a personal access token; the clear token is returned once and never stored. */
+export function issueAccessToken(input: { userId: string; name: string; expiresAt?: number | null }): {
+  token: string;
+  record: AccessToken;
+} {
+  const token = tokenPrefix + randomBytes(32).toString('base64url');
+  const record = insertAccessToken({
+    userId: input.userId,
+    name: input.name,
+    tokenHash: hashToken(token),
+    lastFour: token.slice(-4),
+    expiresAt: input.expiresAt ?? null,
+  });
+  return { token, record };
+}
+
+export type TokenCheck =
+  | { ok: true; user: { id: string; email: string; name: string | null }; tokenId: string }
+  | { ok: false; reason: 'missing' | 'malformed' | 'unknown' | 'revoked' | 'expired' };
+
+/** Reads `Authorization: Bearer <token>` and says who it belongs to, or why it is refused. */
+export function verifyBearer(authorization: string | null): TokenCheck {
+  if (!authorization) return { ok: false, reason: 'missing' };
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+  if (!match || !tokenPattern.test(match[1])) return { ok: false, reason: 'malformed' };
+  const found = getAccessTokenByHash(hashToken(match[1]));
+  if (!found) return { ok: false, reason: 'unknown' };
+  const now = Date.now();
+  if (found.token.revokedAt !== null) return { ok: false, reason: 'revoked' };
+  if (found.token.expiresAt !== null && found.token.expiresAt <= now) return { ok: false, reason: 'expired' };
+  if (found.token.lastUsedAt === null || now - found.token.lastUsedAt >= lastUsedResolutionMs) {
+    markAccessTokenUsed(found.token.id, now);
+  }
+  return { ok: true, user: found.user, tokenId: found.token.id };
+}
+
+/** Revokes a token given in clear; false when it is unknown or already revoked. */
+export function revokeClearToken(token: string): boolean {
+  return revokeAccessTokenByHash(hashToken(token.trim()));
+}

@@ -1,0 +1,57 @@
+import { z } from 'zod';
+
+/**
+ * All configuration, read from the environment and validated once. Every value has a default so that
+ * `npm start` works with no setup; a bad value stops the server at start with a message naming it.
+ */
+const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+
+const envSchema = z
+  .object({
+    PORT: z.coerce.number().int().min(1).max(65535).default(3000),
+    HOST: z.string().min(1).default('127.0.0.1'),
+    DATABASE_PATH: z.string().min(1).default('./data/app.db'),
+    APP_URL: z.url({ protocol: /^https?$/ }).optional(),
+    ALLOWED_ORIGINS: z.string().default(''),
+    MCP_MAX_BODY_BYTES: positiveInt(1024 * 1024),
+    TASK_DEFAULT_TTL_MS: positiveInt(60 * 60 * 1000),
+    TASK_MAX_TTL_MS: positiveInt(24 * 60 * 60 * 1000),
+    TASK_POLL_INTERVAL_MS: positiveInt(1000),
+    TASK_LIST_PAGE_SIZE: z.coerce.number().int().min(1).max(1000).default(50),
+    TASK_SWEEP_INTERVAL_MS: positiveInt(60 * 1000),
+    SESSION_MESSAGE_RETENTION_MS: positiveInt(60 * 60 * 1000),
+  })
+  .refine((env) => env.TASK_DEFAULT_TTL_MS <= env.TASK_MAX_TTL_MS, {
+    path: ['TASK_DEFAULT_TTL_MS'],
+    message: 'must not exceed TASK_MAX_TTL_MS',
+  });
+
+export type Env = z.infer<typeof envSchema> & { APP_URL: string; allowedOrigins: string[] };
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Parses an environment; throws a ConfigError listing every bad variable. */
+export function parseEnv(source: Record<string, string | undefined>): Env {
+  const blankAsUnset = Object.fromEntries(Object.entries(source).filter(([, value]) => value !== ''));
+  const parsed = envSchema.safeParse(blankAsUnset);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  const env = parsed.data;
+  const appUrl = (env.APP_URL ?? `http://localhost:${env.PORT}`).replace(/\/+$/, '');
+  const allowedOrigins = env.ALLOWED_ORIGINS.split(',')
+    .map((origin) => origin.trim().replace(/\/+$/, ''))
+    .filter(Boolean);
+  return { ...env, APP_URL: appUrl, allowedOrigins };
+}
+
+const globalForEnv = globalThis as unknown as { __mcpTaskServerEnv?: Env };
+
+/** The process environment, parsed on first use (never at build time). */
+export function getEnv(): Env {
+  globalForEnv.__mcpTaskServerEnv ??= parseEnv(process.env);
+  return globalForEnv.__mcpTaskServerEnv;
+}

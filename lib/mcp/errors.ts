@@ -1,0 +1,51 @@
+/** JSON-RPC 2.0 error codes used by MCP. */
+export const ErrorCode = {
+  ParseError: -32700,
+  InvalidRequest: -32600,
+  MethodNotFound: -32601,
+  InvalidParams: -32602,
+  InternalError: -32603,
+} as const;
+
+export interface JsonRpcErrorObject {
+  code: number;
+  message: string;
+  data?: unknown;
+}
+
+/** An error that becomes a JSON-RPC error response; anything else thrown becomes -32603. */
+export class RpcError extends Error {
+  override name = 'RpcError';
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+  ) {
+    super(message);
+  }
+
+  toJson(): JsonRpcErrorObject {
+    return { code: this.code, message: this.message, ...(this.data !== undefined ? { data: this.data } : {}) };
+  }
+}
+
+export function isRpcError(error: unknown): error is RpcError {
+  return error instanceof Error && error.name === 'RpcError' && typeof (error as RpcError).code === 'number';
+}
+
+/** An error that ends the HTTP exchange with a status code before any JSON-RPC dispatch. */
+export class HttpError extends Error {
+  override name = 'HttpError';
+  constructor(
+    readonly status: number,
+    readonly rpcCode: number,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+export function isHttpError(error: unknown): error is HttpError {
+  return error instanceof Error && error.name === 'HttpError' && typeof (error as HttpError).status === 'number';
+}

@@ -1,0 +1,88 @@
+import { ErrorCode, HttpError, type JsonRpcErrorObject } from './errors';
+import type { RequestId } from './schema';
+
+export function jsonResponse(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { 'Content-Type': 'application/json', 'Cache-Control': 'no-store', ...headers },
+  });
+}
+
+export function rpcErrorBody(id: RequestId | null, error: JsonRpcErrorObject) {
+  return { jsonrpc: '2.0' as const, id, error };
+}
+
+/** The response for an HttpError: its status, and a JSON-RPC error body a client can show. */
+export function httpErrorResponse(error: HttpError): Response {
+  return jsonResponse(rpcErrorBody(null, { code: error.rpcCode, message: error.message }), error.status, error.headers);
+}
+
+/** The media types an Accept header lists (parameters and q-values dropped). */
+function acceptedTypes(request: Request): string[] {
+  return (request.headers.get('accept') ?? '')
+    .split(',')
+    .map((part) => part.split(';')[0].trim().toLowerCase())
+    .filter(Boolean);
+}
+
+export function accepts(request: Request, mediaType: string): boolean {
+  const [type] = mediaType.split('/');
+  return acceptedTypes(request).some((accepted) => accepted === mediaType || accepted === `${type}/*` || accepted === '*/*');
+}
+
+export function requireAccept(request: Request, mediaTypes: string[]): void {
+  const missing = mediaTypes.filter((mediaType) => !accepts(request, mediaType));
+  if (missing.length > 0) {
+    throw new HttpError(406, ErrorCode.InvalidRequest, `Not Acceptable: the Accept header must include ${mediaTypes.join(' and ')}`);
+  }
+}
+
+export function requireJsonContentType(request: Request): void {
+  const contentType = (request.headers.get('content-type') ?? '').split(';')[0].trim().toLowerCase();
+  if (contentType !== 'application/json') {
+    throw new HttpError(415, ErrorCode.InvalidRequest, 'Unsupported Media Type: Content-Type must be application/json');
+  }
+}
+
+/** Reads the body, refusing (413) as soon as it passes the limit rather than after buffering it all. */
+export async function readBodyWithLimit(request: Request, maxBytes: number): Promise<string> {
+  const declared = Number(request.headers.get('content-length'));
+  const tooLarge = () =>
+    new HttpError(413, ErrorCode.InvalidRequest, `Payload Too Large: the body exceeds the limit of ${maxBytes} bytes`);
+  if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge();
+  if (!request.body) return '';
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let received = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    received += value.byteLength;
+    if (received > maxBytes) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  return new TextDecoder().decode(Buffer.concat(chunks));
+}
+
+const loopbackHosts = ['localhost', '127.0.0.1', '[::1]'];
+
+/** The origins a browser page may call /mcp from: this server's own, and those configured. */
+export function allowedOrigins(appUrl: string, extra: string[]): Set<string> {
+  const own = new URL(appUrl);
+  const origins = new Set([own.origin, ...extra]);
+  if (loopbackHosts.includes(own.hostname)) {
+    for (const host of loopbackHosts) origins.add(`${own.protocol}//${host}${own.port ? `:${own.port}` : ''}`);
+  }
+  return origins;
+}
+
+/** Requests from a browser carry Origin; one that is not ours is refused (DNS rebinding, cross-site calls). */
+export function requireAllowedOrigin(request: Request, allowed: Set<string>): void {
+  const origin = request.headers.get('origin');
+  if (origin !== null && !allowed.has(origin.replace(/\/+$/, ''))) {
+    throw new HttpError(403, ErrorCode.InvalidRequest, `Forbidden: origin ${origin} is not allowed`);
+  }
+}

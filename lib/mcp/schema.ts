@@ -1,0 +1,98 @@
+import { z } from 'zod';
+import { ErrorCode, RpcError } from './errors';
+
+/** Protocol versions this server speaks, preferred first. Only the first has tasks. */
+export const supportedProtocolVersions = ['2025-11-25', '2025-06-18', '2025-03-26'] as const;
+export const latestProtocolVersion = supportedProtocolVersions[0];
+export const tasksProtocolVersion = '2025-11-25';
+
+const requestId = z.union([z.string(), z.number().int()]);
+const meta = z.record(z.string(), z.unknown());
+
+export const jsonRpcRequestSchema = z.object({
+  jsonrpc: z.literal('2.0'),
+  id: requestId,
+  method: z.string(),
+  params: z.record(z.string(), z.unknown()).optional(),
+});
+
+export const jsonRpcNotificationSchema = z.object({
+  jsonrpc: z.literal('2.0'),
+  method: z.string(),
+  params: z.record(z.string(), z.unknown()).optional(),
+});
+
+export const jsonRpcResponseSchema = z.union([
+  z.object({ jsonrpc: z.literal('2.0'), id: requestId, result: z.record(z.string(), z.unknown()) }),
+  z.object({
+    jsonrpc: z.literal('2.0'),
+    id: requestId.nullable(),
+    error: z.object({ code: z.number().int(), message: z.string(), data: z.unknown().optional() }),
+  }),
+]);
+
+export type JsonRpcRequest = z.infer<typeof jsonRpcRequestSchema>;
+export type JsonRpcNotification = z.infer<typeof jsonRpcNotificationSchema>;
+export type JsonRpcResponse = z.infer<typeof jsonRpcResponseSchema>;
+export type RequestId = z.infer<typeof requestId>;
+
+export type IncomingMessage =
+  | { kind: 'request'; message: JsonRpcRequest }
+  | { kind: 'notification'; message: JsonRpcNotification }
+  | { kind: 'response'; message: JsonRpcResponse };
+
+/** Classifies one parsed JSON value as a JSON-RPC message, or throws -32600 saying what is wrong. */
+export function classifyMessage(value: unknown): IncomingMessage {
+  if (Array.isArray(value)) {
+    throw new RpcError(ErrorCode.InvalidRequest, 'Invalid Request: batches are not supported; send one JSON-RPC message per POST');
+  }
+  if (typeof value !== 'object' || value === null) {
+    throw new RpcError(ErrorCode.InvalidRequest, 'Invalid Request: the body must be a JSON-RPC message object');
+  }
+  const record = value as Record<string, unknown>;
+  if (record.jsonrpc !== '2.0') throw new RpcError(ErrorCode.InvalidRequest, 'Invalid Request: jsonrpc must be "2.0"');
+  if ('method' in record) {
+    if ('id' in record) {
+      const parsed = jsonRpcRequestSchema.safeParse(value);
+      if (parsed.success) return { kind: 'request', message: parsed.data };
+      throw new RpcError(ErrorCode.InvalidRequest, `Invalid Request: ${describeIssues(parsed.error)}`);
+    }
+    const parsed = jsonRpcNotificationSchema.safeParse(value);
+    if (parsed.success) return { kind: 'notification', message: parsed.data };
+    throw new RpcError(ErrorCode.InvalidRequest, `Invalid Request: ${describeIssues(parsed.error)}`);
+  }
+  const parsed = jsonRpcResponseSchema.safeParse(value);
+  if (parsed.success) return { kind: 'response', message: parsed.data };
+  throw new RpcError(ErrorCode.InvalidRequest, 'Invalid Request: not a JSON-RPC request, notification or response');
+}
+
+/** "field: problem; other.field: problem" — the message names every bad field. */
+export function describeIssues(error: z.ZodError): string {
+  return error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ');
+}
+
+/** Parses a method's params, or throws -32602 naming each bad field. Unknown fields are ignored. */
+export function parseParams<Schema extends z.ZodType>(schema: Schema, params: unknown): z.infer<Schema> {
+  const parsed = schema.safeParse(params ?? {});
+  if (!parsed.success) throw new RpcError(ErrorCode.InvalidParams, `Invalid params: ${describeIssues(parsed.error)}`);
+  return parsed.data;
+}
+
+const progressToken = z.union([z.string(), z.number()]);
+
+export const initializeParamsSchema = z.object({
+  protocolVersion: z.string(),
+  capabilities: z.record(z.string(), z.unknown()),
+  clientInfo: z.object({ name: z.string(), version: z.string() }).loose(),
+});
+
+export const callToolParamsSchema = z.object({
+  name: z.string().min(1),
+  arguments: z.record(z.string(), z.unknown()).optional(),
+  task: z.object({ ttl: z.number().int().nonnegative().optional() }).loose().optional(),
+  _meta: meta.and(z.object({ progressToken: progressToken.optional() })).optional(),
+});
+
+export const taskIdParamsSchema = z.object({ taskId: z.string() });
+
+export const listParamsSchema = z.object({ cursor: z.string().optional() });

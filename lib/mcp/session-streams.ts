@@ -1,0 +1,93 @@
+import {
+  appendSessionMessage,
+  getLastSessionMessageId,
+  listSessionMessagesAfter,
+} from '@/db/queries/sessions';
+import { topics, type BusEvent, type EventBus } from '@/lib/tasks/bus';
+import { relatedTaskMeta, toTask } from './task-messages';
+import { SseStream } from './sse';
+
+const replayBatch = 100;
+
+/**
+ * The sessions' GET streams. Messages for a session are written to its outbox first, so a client that
+ * reconnects with Last-Event-ID gets every message it missed, in order, exactly once per stream.
+ */
+export class SessionStreams {
+  private readonly open_ = new Map<string, SseStream>();
+
+  constructor(private readonly bus: EventBus) {}
+
+  /** Opens the session's stream; a newer stream replaces an older one (the client reconnected). */
+  open(sessionId: string, lastEventId: string | null): Response {
+    this.close(sessionId);
+    const stream = new SseStream();
+    this.open_.set(sessionId, stream);
+    const resumeFrom = lastEventId !== null && /^\d+$/.test(lastEventId.trim()) ? Number(lastEventId.trim()) : null;
+    let cursor = resumeFrom ?? getLastSessionMessageId(sessionId);
+    if (resumeFrom === null) stream.prime(cursor);
+
+    let pending = true;
+    let wake = () => {};
+    const unsubscribe = this.bus.subscribe(topics.session(sessionId), () => {
+      pending = true;
+      wake();
+    });
+    stream.signal.addEventListener(
+      'abort',
+      () => {
+        unsubscribe();
+        wake();
+        if (this.open_.get(sessionId) === stream) this.open_.delete(sessionId);
+      },
+      { once: true },
+    );
+    void (async () => {
+      while (!stream.closed) {
+        if (!pending) await new Promise<void>((resolve) => (wake = resolve));
+        pending = false;
+        if (stream.closed) break;
+        const batch = listSessionMessagesAfter(sessionId, cursor, replayBatch);
+        for (const row of batch) {
+          stream.send(row.message, row.id);
+          cursor = row.id;
+        }
+        if (batch.length === replayBatch) pending = true;
+      }
+    })().catch((error: unknown) => {
+      console.error(`Session ${sessionId}: GET stream failed`, error);
+      stream.close();
+    });
+    return stream.response();
+  }
+
+  close(sessionId: string): void {
+    this.open_.get(sessionId)?.close();
+  }
+
+  /** Queues a message for the session and wakes its stream. */
+  deliver(sessionId: string, message: Record<string, unknown>): void {
+    const messageId = appendSessionMessage(sessionId, message);
+    if (messageId !== undefined) this.bus.publish(topics.session(sessionId), { type: 'session-message', sessionId, messageId });
+  }
+
+  /** Turns task events into the notifications the session that started the task receives. */
+  notifyTaskEvents(event: BusEvent): void {
+    if (event.type === 'task-changed' && event.transition && event.task.sessionId) {
+      this.deliver(event.task.sessionId, { jsonrpc: '2.0', method: 'notifications/tasks/status', params: toTask(event.task) });
+    }
+    if (event.type === 'task-progress' && event.task.sessionId && event.task.progressToken !== null) {
+      this.deliver(event.task.sessionId, {
+        jsonrpc: '2.0',
+        method: 'notifications/progress',
+        params: {
+          progressToken: event.task.progressToken,
+          progress: event.progress,
+          ...(event.total !== undefined ? { total: event.total } : {}),
+          ...(event.message ? { message: event.message } : {}),
+          _meta: relatedTaskMeta(event.task.id),
+        },
+      });
+    }
+  }
+}

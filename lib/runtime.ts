@@ -1,0 +1,66 @@
+import packageJson from '@/package.json';
+import { deleteSessionMessagesOlderThan } from '@/db/queries/sessions';
+import { getServerSecret } from '@/lib/auth/secret';
+import { getEnv } from '@/lib/env';
+import type { McpContext } from '@/lib/mcp/handler';
+import { SessionStreams } from '@/lib/mcp/session-streams';
+import { createInProcessBus, topics } from '@/lib/tasks/bus';
+import { TaskEngine } from '@/lib/tasks/engine';
+
+export interface Runtime {
+  engine: TaskEngine;
+  mcp: McpContext;
+}
+
+const globalForRuntime = globalThis as unknown as { __mcpTaskServerRuntime?: Runtime };
+
+/**
+ * The one engine of this process, wired to its tools, its bus and the MCP session streams. Created on
+ * first use; creating it recovers tasks a previous process left behind and starts the TTL sweeper.
+ * Kept on globalThis because Next.js may load this module once per route bundle.
+ */
+export function getRuntime(): Runtime {
+  if (globalForRuntime.__mcpTaskServerRuntime) return globalForRuntime.__mcpTaskServerRuntime;
+  const env = getEnv();
+  const bus = createInProcessBus();
+  const engine = new TaskEngine(
+    {
+      defaultTtlMs: env.TASK_DEFAULT_TTL_MS,
+      maxTtlMs: env.TASK_MAX_TTL_MS,
+      pollIntervalMs: env.TASK_POLL_INTERVAL_MS,
+      pageSize: env.TASK_LIST_PAGE_SIZE,
+      cursorSecret: getServerSecret(),
+    },
+    bus,
+  );
+  const streams = new SessionStreams(bus);
+  bus.subscribe(topics.allTasks, (event) => streams.notifyTaskEvents(event));
+  const runtime: Runtime = {
+    engine,
+    mcp: {
+      engine,
+      streams,
+      appUrl: env.APP_URL,
+      allowedOrigins: env.allowedOrigins,
+      maxBodyBytes: env.MCP_MAX_BODY_BYTES,
+      serverVersion: packageJson.version,
+    },
+  };
+  globalForRuntime.__mcpTaskServerRuntime = runtime;
+
+  const recovered = engine.recoverInterruptedTasks();
+  if (recovered.resumed + recovered.failed > 0) {
+    console.log(`Tasks interrupted by the last shutdown: ${recovered.resumed} resumed, ${recovered.failed} failed.`);
+  }
+  const sweep = () => {
+    try {
+      engine.sweepExpiredTasks();
+      deleteSessionMessagesOlderThan(Date.now() - env.SESSION_MESSAGE_RETENTION_MS);
+    } catch (error) {
+      console.error('TTL sweep failed', error);
+    }
+  };
+  sweep();
+  setInterval(sweep, env.TASK_SWEEP_INTERVAL_MS).unref();
+  return runtime;
+}

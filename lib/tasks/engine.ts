@@ -1,0 +1,283 @@
+import {
+  deleteExpiredTasks,
+  getTaskById,
+  getTaskByIdForUser,
+  incrementTaskAttempt,
+  insertTask,
+  listTasksByStatus,
+  listTasksByUserId,
+  transitionTask,
+  updateTaskProgress,
+  type TaskRow,
+} from '@/db/queries/tasks';
+import { executeTool, type CallToolResult, type ToolContext, type ToolDefinition } from '@/lib/tools/define';
+import { findTool } from '@/lib/tools';
+import { publishTaskEvent, topics, type EventBus } from './bus';
+import { decodeCursor, encodeCursor } from './cursor';
+import { activeStatuses, isTerminal, statusesLeadingTo, type TaskStatus } from './states';
+
+export type { TaskRow };
+
+export interface EngineConfig {
+  defaultTtlMs: number;
+  maxTtlMs: number;
+  pollIntervalMs: number;
+  pageSize: number;
+  cursorSecret: string;
+}
+
+/** Why a task operation was refused; the protocol layer and the dashboard word it for their users. */
+export class TaskError extends Error {
+  override name = 'TaskError';
+  constructor(
+    readonly reason: 'not_found' | 'expired' | 'terminal' | 'bad_cursor',
+    message: string,
+    readonly status?: TaskStatus,
+  ) {
+    super(message);
+  }
+}
+
+export function isTaskError(error: unknown): error is TaskError {
+  return error instanceof Error && error.name === 'TaskError' && typeof (error as TaskError).reason === 'string';
+}
+
+/** Who caused a change, kept in the task's timeline. */
+export type Actor = 'client' | 'dashboard' | 'system';
+
+export interface NewTask {
+  userId: string;
+  sessionId: string | null;
+  client: { name: string | null; version: string | null };
+  tool: ToolDefinition;
+  args: Record<string, unknown>;
+  requestedTtlMs?: number;
+  progressToken?: string | number;
+}
+
+const restartMessage = 'The server restarted before this task finished, and this tool cannot resume.';
+
+/**
+ * The task engine: every state change goes through one conditional UPDATE, and every change is
+ * published on the bus so that waiters, streams and dashboards wake at once.
+ */
+export class TaskEngine {
+  private readonly running = new Map<string, AbortController>();
+
+  constructor(
+    private readonly config: EngineConfig,
+    readonly bus: EventBus,
+  ) {}
+
+  /** Commits the task, starts its work, and returns the committed row. */
+  createTask(input: NewTask): TaskRow {
+    const now = Date.now();
+    const ttlMs = Math.min(input.requestedTtlMs ?? this.config.defaultTtlMs, this.config.maxTtlMs);
+    const row = insertTask(
+      {
+        id: crypto.randomUUID(),
+        userId: input.userId,
+        sessionId: input.sessionId,
+        clientName: input.client.name,
+        clientVersion: input.client.version,
+        toolName: input.tool.name,
+        arguments: input.args,
+        status: 'working',
+        statusMessage: 'The task is working.',
+        createdAt: now,
+        ttlMs,
+        expiresAt: now + ttlMs,
+        pollIntervalMs: this.config.pollIntervalMs,
+        progressToken: input.progressToken ?? null,
+      },
+      'client',
+    );
+    // Creation is not a transition: the client learns of the task from CreateTaskResult itself.
+    this.announce(row, false);
+    this.run(row, input.tool);
+    return row;
+  }
+
+  /** The caller's task; another user's task is reported exactly like one that does not exist. */
+  getTask(taskId: string, userId: string): TaskRow {
+    const row = getTaskByIdForUser(taskId, userId);
+    if (!row) throw new TaskError('not_found', 'Task not found');
+    if (row.expiresAt <= Date.now()) throw new TaskError('expired', 'Task has expired');
+    return row;
+  }
+
+  listTasks(userId: string, cursor?: string, pageSize = this.config.pageSize): { tasks: TaskRow[]; nextCursor?: string } {
+    let before: { createdAt: number; id: string } | undefined;
+    if (cursor !== undefined) {
+      before = decodeCursor(cursor, userId, this.config.cursorSecret) ?? undefined;
+      if (!before) throw new TaskError('bad_cursor', 'Invalid cursor');
+    }
+    // One extra row tells whether another page exists without a second query.
+    const rows = listTasksByUserId(userId, { limit: pageSize + 1, before, notExpiredAt: Date.now() });
+    const page = rows.slice(0, pageSize);
+    const last = page.at(-1);
+    const nextCursor =
+      rows.length > pageSize && last
+        ? encodeCursor({ createdAt: last.createdAt, id: last.id }, userId, this.config.cursorSecret)
+        : undefined;
+    return { tasks: page, nextCursor };
+  }
+
+  /** Moves the task to cancelled before returning, then aborts its work. */
+  cancelTask(taskId: string, userId: string, actor: Actor): TaskRow {
+    const current = this.getTask(taskId, userId);
+    const cancelled = transitionTask(current.id, {
+      from: statusesLeadingTo('cancelled'),
+      to: 'cancelled',
+      statusMessage: actor === 'dashboard' ? 'The task was cancelled from the dashboard.' : 'The task was cancelled by request.',
+      actor,
+    });
+    if (!cancelled) {
+      const now = getTaskById(taskId);
+      if (!now) throw new TaskError('not_found', 'Task not found');
+      throw new TaskError('terminal', `Cannot cancel task: already in terminal status '${now.status}'`, now.status);
+    }
+    this.running.get(taskId)?.abort(new Error('Task cancelled'));
+    this.announce(cancelled, true);
+    return cancelled;
+  }
+
+  /** Resolves with the task once it is terminal; woken by the bus, never by a polling loop. */
+  async waitForTerminal(taskId: string, userId: string, signal?: AbortSignal): Promise<TaskRow> {
+    let changed = false;
+    let wake = () => {};
+    const unsubscribe = this.bus.subscribe(topics.task(taskId), () => {
+      changed = true;
+      wake();
+    });
+    try {
+      for (;;) {
+        changed = false;
+        const row = this.getTask(taskId, userId);
+        if (isTerminal(row.status)) return row;
+        if (changed) continue;
+        await new Promise<void>((resolve, reject) => {
+          if (signal?.aborted) return reject(signal.reason);
+          const onAbort = () => reject(signal?.reason);
+          signal?.addEventListener('abort', onAbort, { once: true });
+          wake = () => {
+            signal?.removeEventListener('abort', onAbort);
+            resolve();
+          };
+        });
+      }
+    } finally {
+      unsubscribe();
+    }
+  }
+
+  /** Run once at start: resumes what can be resumed and honestly fails the rest. */
+  recoverInterruptedTasks(): { resumed: number; failed: number } {
+    let resumed = 0;
+    let failed = 0;
+    for (const row of listTasksByStatus(['working'])) {
+      if (this.running.has(row.id)) continue;
+      const tool = findTool(row.toolName);
+      if (tool?.resumable) {
+        incrementTaskAttempt(row.id);
+        const updated = updateTaskProgress(row.id, { statusMessage: 'Resumed after a server restart.' });
+        if (updated) {
+          this.announce(updated, false);
+          this.run(updated, tool, { progress: updated.progress });
+          resumed += 1;
+        }
+        continue;
+      }
+      const ended = transitionTask(row.id, {
+        from: activeStatuses,
+        to: 'failed',
+        statusMessage: restartMessage,
+        actor: 'system',
+        error: { code: -32603, message: `Internal error: ${restartMessage}` },
+      });
+      if (ended) {
+        this.announce(ended, true);
+        failed += 1;
+      }
+    }
+    return { resumed, failed };
+  }
+
+  /** Deletes expired tasks and stops their work. */
+  sweepExpiredTasks(now = Date.now()): number {
+    const deleted = deleteExpiredTasks(now);
+    for (const { id, userId } of deleted) {
+      this.running.get(id)?.abort(new Error('Task expired'));
+      publishTaskEvent(this.bus, { type: 'task-deleted', taskId: id, userId });
+    }
+    return deleted.length;
+  }
+
+  /** Stops every running task without changing its state: used when the process is going away. */
+  abortAll(): void {
+    for (const controller of this.running.values()) controller.abort(new Error('Server shutting down'));
+  }
+
+  private run(row: TaskRow, tool: ToolDefinition, resumedFrom?: ToolContext['resumedFrom']): void {
+    const controller = new AbortController();
+    this.running.set(row.id, controller);
+    const ctx: ToolContext = {
+      signal: controller.signal,
+      taskId: row.id,
+      resumedFrom,
+      progress: (done, total, message) => {
+        if (controller.signal.aborted) return;
+        const updated = updateTaskProgress(row.id, { progress: done, progressTotal: total ?? null, progressMessage: message ?? null });
+        if (updated) publishTaskEvent(this.bus, { type: 'task-progress', task: updated, progress: done, total, message });
+      },
+      status: (message) => {
+        if (controller.signal.aborted) return;
+        const updated = updateTaskProgress(row.id, { statusMessage: message });
+        if (updated) this.announce(updated, false);
+      },
+    };
+    void executeTool(tool, row.arguments, ctx)
+      .then((outcome) => {
+        if (controller.signal.aborted) return;
+        this.finish(row.id, outcome.kind === 'result' ? outcome.result : undefined, outcome.kind === 'error' ? outcome.error : undefined);
+      })
+      .catch((error: unknown) => {
+        // A failure here is the engine's own (the database went away); the task stays as it is for recovery.
+        console.error(`Task ${row.id}: could not record its outcome:`, error);
+      })
+      .finally(() => {
+        if (this.running.get(row.id) === controller) this.running.delete(row.id);
+      });
+  }
+
+  private finish(taskId: string, result?: CallToolResult, error?: { code: number; message: string; data?: unknown }): void {
+    let to: TaskStatus = 'completed';
+    let statusMessage = 'The task completed.';
+    if (error) {
+      to = 'failed';
+      statusMessage = `Tool execution failed: ${error.message}`;
+    } else if (result?.isError) {
+      to = 'failed';
+      statusMessage = `Tool execution failed: ${firstText(result) ?? 'the tool returned an error result'}`;
+    }
+    const ended = transitionTask(taskId, {
+      from: activeStatuses,
+      to,
+      statusMessage,
+      actor: 'system',
+      ...(result ? { result: result as unknown as Record<string, unknown> } : {}),
+      ...(error ? { error } : {}),
+    });
+    if (ended) this.announce(ended, true);
+  }
+
+  private announce(row: TaskRow, transition: boolean): void {
+    publishTaskEvent(this.bus, { type: 'task-changed', task: row, transition });
+  }
+}
+
+function firstText(result: CallToolResult): string | undefined {
+  const block = result.content.find((item) => item.type === 'text' && typeof item.text === 'string');
+  const text = block?.text as string | undefined;
+  return text && text.length > 300 ? `${text.slice(0, 297)}...` : text;
+}

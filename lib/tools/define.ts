@@ -1,0 +1,99 @@
+import { z } from 'zod';
+
+export type TaskSupport = 'forbidden' | 'optional' | 'required';
+
+/** A content block or any other part of a CallToolResult, as the MCP schema defines it. */
+export interface CallToolResult {
+  content: Array<Record<string, unknown> & { type: string }>;
+  structuredContent?: Record<string, unknown>;
+  isError?: boolean;
+  _meta?: Record<string, unknown>;
+}
+
+/** What a tool gets besides its arguments. The same for a plain call and for a task. */
+export interface ToolContext {
+  /** Fires when the task is cancelled, expires, or the plain call's client goes away. */
+  signal: AbortSignal;
+  /** Reports progress; reaches the client as notifications/progress when it asked for progress. */
+  progress(done: number, total?: number, message?: string): void;
+  /** Sets the task's human-readable statusMessage. */
+  status(message: string): void;
+  /** The task id when running as a task. */
+  taskId?: string;
+  /** Set when a resumable task runs again after a restart: where it had got to. */
+  resumedFrom?: { progress: number | null };
+}
+
+export interface ToolDefinition<Schema extends z.ZodObject = z.ZodObject> {
+  name: string;
+  title?: string;
+  description: string;
+  inputSchema: Schema;
+  taskSupport: TaskSupport;
+  /** A resumable tool is run again after a restart instead of being failed. */
+  resumable?: boolean;
+  run(args: z.infer<Schema>, ctx: ToolContext): Promise<CallToolResult>;
+}
+
+export function defineTool<Schema extends z.ZodObject>(tool: ToolDefinition<Schema>): ToolDefinition<Schema> {
+  return tool;
+}
+
+/** A JSON-RPC error a tool may throw on purpose; tasks/result returns it verbatim. */
+export class ToolProtocolError extends Error {
+  override name = 'ToolProtocolError';
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+  ) {
+    super(message);
+  }
+}
+
+export type ToolOutcome =
+  | { kind: 'result'; result: CallToolResult }
+  | { kind: 'error'; error: { code: number; message: string; data?: unknown } };
+
+export const textResult = (text: string, isError = false): CallToolResult => ({
+  content: [{ type: 'text', text }],
+  ...(isError ? { isError: true } : {}),
+});
+
+/**
+ * Runs a tool the way tools/call does: arguments that do not fit the schema and ordinary exceptions
+ * become `isError` results the model can read; a ToolProtocolError becomes a JSON-RPC error.
+ */
+export async function executeTool(tool: ToolDefinition, rawArgs: unknown, ctx: ToolContext): Promise<ToolOutcome> {
+  const parsed = tool.inputSchema.safeParse(rawArgs ?? {});
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(arguments)'}: ${issue.message}`);
+    return { kind: 'result', result: textResult(`Invalid arguments for tool ${tool.name}: ${problems.join('; ')}`, true) };
+  }
+  try {
+    return { kind: 'result', result: await tool.run(parsed.data, ctx) };
+  } catch (error) {
+    if (isToolProtocolError(error)) {
+      return { kind: 'error', error: { code: error.code, message: error.message, ...(error.data !== undefined ? { data: error.data } : {}) } };
+    }
+    const message = error instanceof Error ? error.message : String(error);
+    return { kind: 'result', result: textResult(`Tool ${tool.name} failed: ${message}`, true) };
+  }
+}
+
+/** Checked by shape, not instanceof: separately bundled routes may hold separate copies of this class. */
+function isToolProtocolError(error: unknown): error is ToolProtocolError {
+  return error instanceof Error && error.name === 'ToolProtocolError' && typeof (error as ToolProtocolError).code === 'number';
+}
+
+/** The tool as tools/list describes it. */
+export function describeTool(tool: ToolDefinition) {
+  const { $schema: _ignored, ...inputSchema } = z.toJSONSchema(tool.inputSchema, { io: 'input' }) as Record<string, unknown>;
+  return {
+    name: tool.name,
+    ...(tool.title ? { title: tool.title } : {}),
+    description: tool.description,
+    inputSchema,
+    ...(tool.taskSupport !== 'forbidden' ? { execution: { taskSupport: tool.taskSupport } } : {}),
+  };
+}

@@ -1,0 +1,34 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { z } from 'zod';
+import { defineTool, textResult } from './define';
+
+const tickMs = 500;
+
+export const delayTool = defineTool({
+  name: 'delay',
+  title: 'Delay',
+  description:
+    'Waits the given number of seconds, reporting progress about twice a second, then returns. ' +
+    'Set fail to true to end with an error result instead. Best called as a task.',
+  inputSchema: z.object({
+    seconds: z.number().min(0).max(3600).describe('How long to wait, in seconds (0 to 3600).'),
+    fail: z.boolean().optional().describe('End with an error result instead of success.'),
+  }),
+  taskSupport: 'optional',
+  resumable: true,
+  async run({ seconds, fail }, ctx) {
+    const totalMs = seconds * 1000;
+    // After a restart, carry on from the progress already reported rather than waiting the whole time again.
+    let waitedMs = Math.min(totalMs, (ctx.resumedFrom?.progress ?? 0) * 1000);
+    while (waitedMs < totalMs) {
+      const stepMs = Math.min(tickMs, totalMs - waitedMs);
+      await sleep(stepMs, undefined, { signal: ctx.signal });
+      waitedMs += stepMs;
+      const done = Math.round(waitedMs / 100) / 10;
+      ctx.progress(done, seconds, `Waited ${done} of ${seconds} s`);
+      ctx.status(`Waiting: ${done} of ${seconds} s done`);
+    }
+    if (fail) return textResult(`Failed on purpose after waiting ${seconds} s.`, true);
+    return textResult(`Waited ${seconds} s.`);
+  },
+});

@@ -1,0 +1,13 @@
+import { z } from 'zod';
+import { defineTool, textResult } from './define';
+
+export const echoTool = defineTool({
+  name: 'echo',
+  title: 'Echo',
+  description: 'Returns the given text at once.',
+  inputSchema: z.object({ text: z.string().describe('The text to return.') }),
+  taskSupport: 'forbidden',
+  async run({ text }) {
+    return textResult(text);
+  },
+});

@@ -1,0 +1,197 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+export const protocolVersion = '2025-11-25';
+
+export interface SseEvent {
+  id?: string;
+  data: string;
+}
+
+/** Reads server-sent events from a response body, one at a time. */
+export class SseReader {
+  private buffer = '';
+  private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
+  private readonly decoder = new TextDecoder();
+
+  constructor(readonly response: Response) {
+    this.reader = response.body!.getReader();
+  }
+
+  /** The next event that carries data (priming events included), or null when the stream ends. */
+  async next(timeoutMs = 10_000): Promise<SseEvent | null> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const boundary = this.buffer.indexOf('\n\n');
+      if (boundary >= 0) {
+        const raw = this.buffer.slice(0, boundary);
+        this.buffer = this.buffer.slice(boundary + 2);
+        const event: SseEvent = { data: '' };
+        let hasData = false;
+        for (const line of raw.split('\n')) {
+          if (line.startsWith('id:')) event.id = line.slice(3).trim();
+          if (line.startsWith('data:')) {
+            event.data += (hasData ? '\n' : '') + line.slice(5).replace(/^ /, '');
+            hasData = true;
+          }
+        }
+        if (hasData) return event;
+        continue;
+      }
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) throw new Error('timed out waiting for an SSE event');
+      let timer: NodeJS.Timeout | undefined;
+      const chunk = await Promise.race([
+        this.reader.read(),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error('timed out waiting for an SSE event')), remaining);
+        }),
+      ]).finally(() => clearTimeout(timer));
+      if (chunk.done) return null;
+      this.buffer += this.decoder.decode(chunk.value, { stream: true }).replace(/\r\n/g, '\n');
+    }
+  }
+
+  /** The next JSON-RPC message, skipping priming events. */
+  async nextMessage(timeoutMs?: number): Promise<Record<string, any> | null> {
+    for (;;) {
+      const event = await this.next(timeoutMs);
+      if (!event) return null;
+      if (event.data.trim() === '') continue;
+      return { ...JSON.parse(event.data), ...(event.id !== undefined ? { __eventId: event.id } : {}) };
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.reader.cancel().catch(() => {});
+  }
+}
+
+export interface RpcReply {
+  status: number;
+  headers: Headers;
+  body: any;
+}
+
+/** A hand-driven MCP client over raw fetch: exact statuses, headers and bodies. */
+export class RawMcp {
+  sessionId?: string;
+  private nextId = 1;
+
+  constructor(
+    readonly mcpUrl: string,
+    readonly token: string,
+  ) {}
+
+  headers(extra: Record<string, string> = {}): Record<string, string> {
+    return {
+      Authorization: `Bearer ${this.token}`,
+      'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream',
+      ...(this.sessionId ? { 'Mcp-Session-Id': this.sessionId, 'MCP-Protocol-Version': protocolVersion } : {}),
+      ...extra,
+    };
+  }
+
+  post(body: unknown, extraHeaders: Record<string, string> = {}, signal?: AbortSignal): Promise<Response> {
+    return fetch(this.mcpUrl, {
+      method: 'POST',
+      headers: this.headers(extraHeaders),
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+      signal,
+    });
+  }
+
+  async initialize(version = protocolVersion, capabilities: Record<string, unknown> = {}): Promise<any> {
+    const response = await this.post({
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: version, capabilities, clientInfo: { name: 'raw-test', version: '1.0.0' } },
+    });
+    if (response.status !== 200) throw new Error(`initialize: ${response.status} ${await response.text()}`);
+    this.sessionId = response.headers.get('mcp-session-id') ?? undefined;
+    const body = await response.json();
+    const initialized = await this.post({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    if (initialized.status !== 202) throw new Error(`initialized: ${initialized.status}`);
+    return body.result;
+  }
+
+  /** Sends a request and returns its JSON-RPC reply, read from JSON or from the end of an SSE stream. */
+  async request(method: string, params?: Record<string, unknown>, extraHeaders?: Record<string, string>): Promise<RpcReply> {
+    const id = this.nextId++;
+    const response = await this.post({ jsonrpc: '2.0', id, method, ...(params ? { params } : {}) }, extraHeaders);
+    return { status: response.status, headers: response.headers, body: await readReply(response, id) };
+  }
+
+  /** The result of a request that must succeed. */
+  async call(method: string, params?: Record<string, unknown>): Promise<any> {
+    const reply = await this.request(method, params);
+    if (reply.body?.error) throw new Error(`${method}: ${JSON.stringify(reply.body.error)}`);
+    return reply.body.result;
+  }
+
+  /** The JSON-RPC error of a request that must fail. */
+  async error(method: string, params?: Record<string, unknown>): Promise<{ code: number; message: string }> {
+    const reply = await this.request(method, params);
+    if (!reply.body?.error) throw new Error(`${method} unexpectedly succeeded: ${JSON.stringify(reply.body)}`);
+    return reply.body.error;
+  }
+
+  async openGetStream(lastEventId?: string): Promise<SseReader> {
+    const headers = this.headers({ Accept: 'text/event-stream', ...(lastEventId ? { 'Last-Event-ID': lastEventId } : {}) });
+    delete headers['Content-Type'];
+    const response = await fetch(this.mcpUrl, { method: 'GET', headers });
+    if (response.status !== 200) throw new Error(`GET stream: ${response.status} ${await response.text()}`);
+    return new SseReader(response);
+  }
+
+  async startDelayTask(seconds: number, extra: Record<string, unknown> = {}): Promise<any> {
+    const result = await this.call('tools/call', { name: 'delay', arguments: { seconds }, task: {}, ...extra });
+    return result.task;
+  }
+}
+
+async function readReply(response: Response, id: number): Promise<any> {
+  const type = response.headers.get('content-type') ?? '';
+  if (type.startsWith('text/event-stream')) {
+    const reader = new SseReader(response);
+    for (;;) {
+      const message = await reader.nextMessage(60_000);
+      if (!message) throw new Error('SSE stream ended without a response');
+      if (message.id === id && ('result' in message || 'error' in message)) {
+        await reader.close();
+        return message;
+      }
+    }
+  }
+  const text = await response.text();
+  return text ? JSON.parse(text) : null;
+}
+
+/** The official SDK client, connected with a bearer token. */
+export async function connectSdkClient(
+  mcpUrl: string,
+  token: string,
+  options: { capabilities?: Record<string, unknown>; name?: string } = {},
+): Promise<{ client: Client; transport: StreamableHTTPClientTransport; close(): Promise<void> }> {
+  const client = new Client(
+    { name: options.name ?? 'sdk-test-client', version: '1.2.3' },
+    { capabilities: options.capabilities ?? {} },
+  );
+  client.onerror = () => {};
+  const transport = new StreamableHTTPClientTransport(new URL(mcpUrl), {
+    requestInit: { headers: { Authorization: `Bearer ${token}` } },
+  });
+  await client.connect(transport);
+  return {
+    client,
+    transport,
+    close: async () => {
+      await transport.terminateSession().catch(() => {});
+      await client.close();
+    },
+  };
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,0 +1,144 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+
+const root = path.resolve(__dirname, '..', '..');
+const tsxCli = path.join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs');
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface TestServer {
+  url: string;
+  mcpUrl: string;
+  dataDir: string;
+  dbPath: string;
+  env: Record<string, string>;
+  output(): string;
+  /** Stops the whole process group gracefully. */
+  stop(): Promise<void>;
+  /** SIGKILLs the whole process group: nothing gets to clean up. */
+  kill9(): Promise<void>;
+  /** Starts a new server process on the same port and database. */
+  restart(): Promise<void>;
+  /** A direct connection to the server's SQLite file, for setting up and checking state. */
+  db(): Database.Database;
+}
+
+/** Runs `npm start`'s script (the built app) on a free loopback port with a fresh database. */
+export async function startServer(extraEnv: Record<string, string> = {}): Promise<TestServer> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-task-server-'));
+  const port = await freePort();
+  const env: Record<string, string> = {
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    DATABASE_PATH: path.join(dataDir, 'app.db'),
+    NEXT_TELEMETRY_DISABLED: '1',
+    ...extraEnv,
+  };
+  const url = `http://localhost:${port}`;
+  let child: ChildProcess | undefined;
+  let log = '';
+  let sqlite: Database.Database | undefined;
+
+  const launch = async () => {
+    log = '';
+    child = spawn(process.execPath, [tsxCli, 'scripts/start.ts'], {
+      cwd: root,
+      env: { ...process.env, ...env },
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout!.on('data', (chunk) => (log += chunk));
+    child.stderr!.on('data', (chunk) => (log += chunk));
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}:\n${log}`);
+      try {
+        const response = await fetch(`${url}/mcp`, { method: 'POST' });
+        if (response.status === 401) return;
+      } catch {
+        // Not listening yet.
+      }
+      if (Date.now() > deadline) throw new Error(`server did not start:\n${log}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  };
+
+  const signalGroup = async (signal: NodeJS.Signals) => {
+    const current = child;
+    if (!current || current.exitCode !== null || current.signalCode !== null) return;
+    const exited = new Promise((resolve) => current.once('exit', resolve));
+    try {
+      process.kill(-current.pid!, signal);
+    } catch {
+      return;
+    }
+    await exited;
+    // The group's other members (next's own child) go with the signal; wait until the port is free.
+    for (let i = 0; i < 100; i += 1) {
+      const inUse = await new Promise<boolean>((resolve) => {
+        const socket = net.connect(port, '127.0.0.1');
+        socket.once('connect', () => (socket.destroy(), resolve(true)));
+        socket.once('error', () => resolve(false));
+      });
+      if (!inUse) return;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
+
+  await launch();
+  return {
+    url,
+    mcpUrl: `${url}/mcp`,
+    dataDir,
+    dbPath: env.DATABASE_PATH,
+    env,
+    output: () => log,
+    stop: async () => {
+      sqlite?.close();
+      sqlite = undefined;
+      await signalGroup('SIGTERM');
+    },
+    kill9: () => signalGroup('SIGKILL'),
+    restart: async () => {
+      await signalGroup('SIGTERM');
+      await launch();
+    },
+    db: () => {
+      sqlite ??= new Database(env.DATABASE_PATH);
+      return sqlite;
+    },
+  };
+}
+
+/** Runs the real token CLI against the server's database and returns the printed token. */
+export function createToken(server: TestServer, email: string, name = 'test'): string {
+  const result = spawnSync(process.execPath, [tsxCli, 'scripts/token.ts', 'create', '--email', email, '--name', name], {
+    cwd: root,
+    env: { ...process.env, ...server.env },
+    encoding: 'utf8',
+  });
+  if (result.status !== 0) throw new Error(`token:create failed: ${result.stderr}`);
+  return result.stdout.trim();
+}
+
+export function revokeToken(server: TestServer, token: string): { status: number | null; stderr: string } {
+  const result = spawnSync(process.execPath, [tsxCli, 'scripts/token.ts', 'revoke', '--token', token], {
+    cwd: root,
+    env: { ...process.env, ...server.env },
+    encoding: 'utf8',
+  });
+  return { status: result.status, stderr: result.stderr };
+}

@@ -1,0 +1,77 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RawMcp, sleep } from '../helpers/mcp';
+import { createToken, startServer, type TestServer } from '../helpers/server';
+
+let server: TestServer;
+
+beforeAll(async () => {
+  server = await startServer({ TASK_POLL_INTERVAL_MS: '250' });
+});
+
+afterAll(async () => {
+  await server?.stop();
+});
+
+describe('kill -9 and a fresh start', () => {
+  it('keeps every task in an honest state and resumes what can resume', async () => {
+    const mcp = new RawMcp(server.mcpUrl, createToken(server, 'ada@example.com'));
+    await mcp.initialize();
+
+    const done = await mcp.startDelayTask(0);
+    const doneResult = await mcp.call('tasks/result', { taskId: done.taskId });
+    const failed = await mcp.startDelayTask(0, { arguments: { seconds: 0, fail: true } });
+    const failedResult = await mcp.call('tasks/result', { taskId: failed.taskId });
+    const cancelled = await mcp.startDelayTask(60);
+    await mcp.call('tasks/cancel', { taskId: cancelled.taskId });
+    const resumable = await mcp.startDelayTask(3, { _meta: { progressToken: 'resume' } });
+    // A task of a tool this server no longer has cannot be resumed: it must be failed, not left working.
+    const user = server.db().prepare("SELECT id FROM users WHERE email = 'ada@example.com'").get() as { id: string };
+    const orphanId = crypto.randomUUID();
+    const now = Date.now();
+    server
+      .db()
+      .prepare(
+        `INSERT INTO tasks (id, user_id, session_id, tool_name, arguments, status, status_message, created_at, last_updated_at, ttl_ms, expires_at, poll_interval_ms)
+         VALUES (?, ?, ?, 'retired_tool', '{}', 'working', 'Working', ?, ?, 600000, ?, 1000)`,
+      )
+      .run(orphanId, user.id, mcp.sessionId, now, now, now + 600_000);
+    await sleep(1300);
+    const progressBeforeKill = (server.db().prepare('SELECT progress FROM tasks WHERE id = ?').get(resumable.taskId) as any).progress;
+    expect(progressBeforeKill).toBeGreaterThanOrEqual(1);
+
+    await server.kill9();
+    const statuses = server.db().prepare('SELECT id, status FROM tasks').all() as Array<{ id: string; status: string }>;
+    expect(statuses.find((row) => row.id === resumable.taskId)?.status).toBe('working');
+
+    await server.restart();
+    // The session is durable too: the same Mcp-Session-Id still works.
+    expect((await mcp.call('tasks/get', { taskId: done.taskId })).status).toBe('completed');
+    expect(await mcp.call('tasks/result', { taskId: done.taskId })).toEqual(doneResult);
+    expect(await mcp.call('tasks/result', { taskId: failed.taskId })).toEqual(failedResult);
+    expect((await mcp.call('tasks/get', { taskId: cancelled.taskId })).status).toBe('cancelled');
+
+    const orphan = await mcp.call('tasks/get', { taskId: orphanId });
+    expect(orphan.status).toBe('failed');
+    expect(orphan.statusMessage).toMatch(/server restarted before this task finished/);
+    const orphanResult = await mcp.request('tasks/result', { taskId: orphanId });
+    expect(orphanResult.body.error.code).toBe(-32603);
+    expect(orphanResult.body.error.message).toMatch(/restarted/);
+
+    const resumedTask = await mcp.call('tasks/get', { taskId: resumable.taskId });
+    expect(['working', 'completed']).toContain(resumedTask.status);
+    const result = await mcp.call('tasks/result', { taskId: resumable.taskId });
+    expect(result.content[0].text).toBe('Waited 3 s.');
+    // It carried on from where it was rather than starting again: progress never went back.
+    const progress = (server.db().prepare("SELECT message FROM session_messages WHERE message LIKE '%\"resume\"%' ORDER BY id").all() as Array<{ message: string }>).map(
+      (row) => JSON.parse(row.message).params.progress,
+    );
+    expect(progress.at(-1)).toBe(3);
+    expect(progress).toEqual([...progress].sort((a, b) => a - b));
+    expect(progress.filter((value) => value === 0.5)).toHaveLength(1);
+    const row = server.db().prepare('SELECT attempt FROM tasks WHERE id = ?').get(resumable.taskId) as any;
+    expect(row.attempt).toBe(2);
+    const events = server.db().prepare('SELECT to_status FROM task_events WHERE task_id = ? ORDER BY id').all(resumable.taskId);
+    expect(events).toEqual([{ to_status: 'working' }, { to_status: 'completed' }]);
+    expect(server.output()).toMatch(/1 resumed, 1 failed/);
+  });
+});

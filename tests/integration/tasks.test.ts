@@ -1,0 +1,396 @@
+import { CallToolResultSchema, TaskStatusNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectSdkClient, RawMcp, sleep, SseReader } from '../helpers/mcp';
+import { createToken, startServer, type TestServer } from '../helpers/server';
+
+let server: TestServer;
+let token: string;
+let otherToken: string;
+
+beforeAll(async () => {
+  server = await startServer({
+    TASK_MAX_TTL_MS: '600000',
+    TASK_DEFAULT_TTL_MS: '300000',
+    TASK_LIST_PAGE_SIZE: '3',
+    TASK_POLL_INTERVAL_MS: '200',
+    // Expiry is checked on access here; the sweeper has its own suite.
+    TASK_SWEEP_INTERVAL_MS: '3600000',
+  });
+  token = createToken(server, 'ada@example.com');
+  otherToken = createToken(server, 'bob@example.com');
+});
+
+afterAll(async () => {
+  await server?.stop();
+});
+
+async function session(as = token): Promise<RawMcp> {
+  const mcp = new RawMcp(server.mcpUrl, as);
+  await mcp.initialize();
+  return mcp;
+}
+
+const isoUtc = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+describe('with the official SDK client', () => {
+  it('runs delay as a task from creation to result', async () => {
+    const { client, close } = await connectSdkClient(server.mcpUrl, token);
+    try {
+      const kinds: string[] = [];
+      let taskId = '';
+      let result: any;
+      const progress: number[] = [];
+      const stream = client.experimental.tasks.callToolStream({ name: 'delay', arguments: { seconds: 1.2 } }, CallToolResultSchema, {
+        task: { ttl: 60_000 },
+        onprogress: (update) => progress.push(update.progress),
+      });
+      for await (const message of stream) {
+        kinds.push(message.type);
+        if (message.type === 'taskCreated') taskId = message.task.taskId;
+        if (message.type === 'result') result = message.result;
+        if (message.type === 'error') throw message.error;
+      }
+      expect(kinds[0]).toBe('taskCreated');
+      expect(kinds).toContain('taskStatus');
+      expect(kinds.at(-1)).toBe('result');
+      expect(result.content).toEqual([{ type: 'text', text: 'Waited 1.2 s.' }]);
+      expect(result._meta['io.modelcontextprotocol/related-task']).toEqual({ taskId });
+      // Progress for the task arrives on the GET stream with the original tools/call token.
+      expect(progress).toEqual([0.5, 1, 1.2]);
+
+      const task = await client.experimental.tasks.getTask(taskId);
+      expect(task).toMatchObject({ taskId, status: 'completed', ttl: 60_000, pollInterval: 200 });
+      const listed = await client.experimental.tasks.listTasks();
+      expect(listed.tasks.map((item) => item.taskId)).toContain(taskId);
+    } finally {
+      await close();
+    }
+  });
+
+  it('receives notifications/tasks/status on the GET stream', async () => {
+    const { client, close } = await connectSdkClient(server.mcpUrl, token);
+    try {
+      const statuses: string[] = [];
+      client.setNotificationHandler(TaskStatusNotificationSchema, (notification) => {
+        statuses.push(notification.params.status);
+      });
+      const stream = client.experimental.tasks.callToolStream({ name: 'delay', arguments: { seconds: 0.5, fail: true } }, CallToolResultSchema, {
+        task: {},
+      });
+      const messages = [];
+      for await (const message of stream) messages.push(message);
+      expect(messages.at(-1)?.type).toBe('error');
+      await expect.poll(() => statuses).toEqual(['failed']);
+    } finally {
+      await close();
+    }
+  });
+
+  it('cancels a running task: it stays cancelled and its work stops', async () => {
+    const { client, close } = await connectSdkClient(server.mcpUrl, token);
+    try {
+      let taskId = '';
+      for await (const message of client.experimental.tasks.callToolStream({ name: 'delay', arguments: { seconds: 30 } }, CallToolResultSchema, { task: {} })) {
+        if (message.type === 'taskCreated') {
+          taskId = message.task.taskId;
+          break;
+        }
+      }
+      await sleep(700);
+      const cancelled = await client.experimental.tasks.cancelTask(taskId);
+      expect(cancelled.status).toBe('cancelled');
+      expect(cancelled.statusMessage).toBe('The task was cancelled by request.');
+      const progressAtCancel = (server.db().prepare('SELECT progress FROM tasks WHERE id = ?').get(taskId) as any).progress;
+      await sleep(1200);
+      const after = await client.experimental.tasks.getTask(taskId);
+      expect(after.status).toBe('cancelled');
+      expect(after.lastUpdatedAt).toBe(cancelled.lastUpdatedAt);
+      expect((server.db().prepare('SELECT progress FROM tasks WHERE id = ?').get(taskId) as any).progress).toBe(progressAtCancel);
+      await expect(client.experimental.tasks.cancelTask(taskId)).rejects.toThrow(/already in terminal status 'cancelled'/);
+    } finally {
+      await close();
+    }
+  });
+});
+
+describe('task lifecycle over raw HTTP', () => {
+  it('returns CreateTaskResult once the row is committed, with the spec fields', async () => {
+    const mcp = await session();
+    const reply = await mcp.request('tools/call', { name: 'delay', arguments: { seconds: 0.2 }, task: { ttl: 5000 } });
+    expect(reply.headers.get('content-type')).toMatch(/^application\/json/);
+    const { task, _meta } = reply.body.result;
+    expect(task).toMatchObject({ status: 'working', ttl: 5000, pollInterval: 200 });
+    expect(task.taskId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(task.createdAt).toMatch(isoUtc);
+    expect(task.lastUpdatedAt).toMatch(isoUtc);
+    expect(_meta['io.modelcontextprotocol/model-immediate-response']).toContain(task.taskId);
+    const row = server.db().prepare('SELECT status, tool_name FROM tasks WHERE id = ?').get(task.taskId);
+    expect(row).toEqual({ status: expect.stringMatching(/^(working|completed)$/), tool_name: 'delay' });
+  });
+
+  it('applies the default ttl and caps requests above the maximum', async () => {
+    const mcp = await session();
+    expect((await mcp.startDelayTask(0)).ttl).toBe(300_000);
+    expect((await mcp.startDelayTask(0, { task: { ttl: 10 ** 9 } })).ttl).toBe(600_000);
+    const task = await mcp.startDelayTask(0, { task: { ttl: 1234 } });
+    expect(task.ttl).toBe(1234);
+    const row = server.db().prepare('SELECT created_at, expires_at FROM tasks WHERE id = ?').get(task.taskId) as any;
+    expect(row.expires_at - row.created_at).toBe(1234);
+  });
+
+  it('answers tasks/get with the flat Task and moves lastUpdatedAt on every change', async () => {
+    const mcp = await session();
+    const created = await mcp.startDelayTask(1.2);
+    await sleep(700);
+    const working = await mcp.call('tasks/get', { taskId: created.taskId });
+    expect(Object.keys(working).sort()).toEqual(['createdAt', 'lastUpdatedAt', 'pollInterval', 'status', 'statusMessage', 'taskId', 'ttl']);
+    expect(working.status).toBe('working');
+    expect(working.statusMessage).toMatch(/Waiting: 0.5 of 1.2 s done/);
+    expect(Date.parse(working.lastUpdatedAt)).toBeGreaterThan(Date.parse(created.lastUpdatedAt));
+    await sleep(1000);
+    const done = await mcp.call('tasks/get', { taskId: created.taskId, task: { ttl: 1 }, _meta: { progressToken: 9 } });
+    expect(done.status).toBe('completed');
+    expect(done.createdAt).toBe(created.createdAt);
+    expect(Date.parse(done.lastUpdatedAt)).toBeGreaterThan(Date.parse(working.lastUpdatedAt));
+  });
+
+  it('blocks tasks/result until terminal and wakes every waiter', async () => {
+    const mcp = await session();
+    const task = await mcp.startDelayTask(1);
+    const started = Date.now();
+    const replies = await Promise.all([1, 2, 3].map(() => mcp.request('tasks/result', { taskId: task.taskId })));
+    expect(Date.now() - started).toBeGreaterThanOrEqual(800);
+    for (const reply of replies) {
+      expect(reply.headers.get('content-type')).toMatch(/^text\/event-stream/);
+      expect(reply.body.result).toEqual({
+        content: [{ type: 'text', text: 'Waited 1 s.' }],
+        _meta: { 'io.modelcontextprotocol/related-task': { taskId: task.taskId } },
+      });
+    }
+    // Once terminal, the result comes back at once as plain JSON, as often as asked.
+    const again = await mcp.request('tasks/result', { taskId: task.taskId });
+    expect(again.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(again.body.result.content[0].text).toBe('Waited 1 s.');
+  });
+
+  it('ends a task whose tool returns isError as failed, and returns that result', async () => {
+    const mcp = await session();
+    const task = await mcp.startDelayTask(0, { arguments: { seconds: 0, fail: true } });
+    const result = await mcp.call('tasks/result', { taskId: task.taskId });
+    expect(result.isError).toBe(true);
+    expect(result.content[0].text).toMatch(/Failed on purpose/);
+    const final = await mcp.call('tasks/get', { taskId: task.taskId });
+    expect(final.status).toBe('failed');
+    expect(final.statusMessage).toMatch(/^Tool execution failed: Failed on purpose/);
+  });
+
+  it('fails a task whose arguments do not fit the schema, with the error result tools/call would give', async () => {
+    const mcp = await session();
+    const task = await mcp.startDelayTask(0, { arguments: { seconds: -5 } });
+    const result = await mcp.call('tasks/result', { taskId: task.taskId });
+    expect(result.isError).toBe(true);
+    expect(result.content[0].text).toMatch(/seconds/);
+    expect((await mcp.call('tasks/get', { taskId: task.taskId })).status).toBe('failed');
+  });
+
+  it('refuses to cancel a terminal task with -32602 naming its status', async () => {
+    const mcp = await session();
+    const task = await mcp.startDelayTask(0);
+    await mcp.call('tasks/result', { taskId: task.taskId });
+    const error = await mcp.error('tasks/cancel', { taskId: task.taskId });
+    expect(error).toEqual({ code: -32602, message: "Cannot cancel task: already in terminal status 'completed'" });
+  });
+
+  it('returns an error from tasks/result for a cancelled task', async () => {
+    const mcp = await session();
+    const task = await mcp.startDelayTask(30);
+    const waiting = mcp.request('tasks/result', { taskId: task.taskId });
+    await sleep(200);
+    await mcp.call('tasks/cancel', { taskId: task.taskId });
+    const reply = await waiting;
+    expect(reply.body.error.code).toBe(-32603);
+    expect(reply.body.error.message).toMatch(/cancelled/);
+  });
+
+  it('lets the database decide cancel racing completion, every time', async () => {
+    const mcp = await session();
+    for (let round = 0; round < 15; round += 1) {
+      const task = await mcp.startDelayTask(0.5);
+      await sleep(480 + (round % 5) * 10);
+      const reply = await mcp.request('tasks/cancel', { taskId: task.taskId });
+      await sleep(150);
+      const final = await mcp.call('tasks/get', { taskId: task.taskId });
+      if (reply.body.result) {
+        expect(reply.body.result.status).toBe('cancelled');
+        expect(final.status).toBe('cancelled');
+      } else {
+        expect(reply.body.error.message).toBe("Cannot cancel task: already in terminal status 'completed'");
+        expect(final.status).toBe('completed');
+      }
+      const terminalEvents = server
+        .db()
+        .prepare("SELECT to_status FROM task_events WHERE task_id = ? AND to_status IN ('completed','failed','cancelled')")
+        .all(task.taskId) as Array<{ to_status: string }>;
+      expect(terminalEvents).toEqual([{ to_status: final.status }]);
+    }
+  });
+
+  it('records every transition in task_events', async () => {
+    const mcp = await session();
+    const task = await mcp.startDelayTask(0);
+    await mcp.call('tasks/result', { taskId: task.taskId });
+    const events = server.db().prepare('SELECT from_status, to_status, actor FROM task_events WHERE task_id = ? ORDER BY id').all(task.taskId);
+    expect(events).toEqual([
+      { from_status: null, to_status: 'working', actor: 'client' },
+      { from_status: 'working', to_status: 'completed', actor: 'system' },
+    ]);
+  });
+});
+
+describe('unknown, expired and other users’ tasks', () => {
+  it('answers an unknown task id with -32602 Task not found', async () => {
+    const mcp = await session();
+    const taskId = crypto.randomUUID();
+    expect(await mcp.error('tasks/get', { taskId })).toEqual({ code: -32602, message: 'Failed to retrieve task: Task not found' });
+    expect((await mcp.error('tasks/result', { taskId })).message).toMatch(/Task not found/);
+    expect((await mcp.error('tasks/cancel', { taskId })).message).toMatch(/Task not found/);
+  });
+
+  it("treats another user's task exactly like an unknown one", async () => {
+    const ada = await session();
+    const bob = await session(otherToken);
+    const task = await ada.startDelayTask(5);
+    const unknownId = crypto.randomUUID();
+    for (const method of ['tasks/get', 'tasks/result', 'tasks/cancel']) {
+      const theirs = await bob.error(method, { taskId: task.taskId });
+      const unknown = await bob.error(method, { taskId: unknownId });
+      expect(theirs).toEqual(unknown);
+    }
+    const bobsList = await bob.call('tasks/list');
+    expect(bobsList.tasks.map((item: any) => item.taskId)).not.toContain(task.taskId);
+    expect((await ada.call('tasks/get', { taskId: task.taskId })).status).toBe('working');
+    await ada.call('tasks/cancel', { taskId: task.taskId });
+  });
+
+  it('answers an expired task with -32602 Task has expired', async () => {
+    const mcp = await session();
+    const task = await mcp.startDelayTask(0);
+    await mcp.call('tasks/result', { taskId: task.taskId });
+    server.db().prepare('UPDATE tasks SET expires_at = ? WHERE id = ?').run(Date.now() - 1, task.taskId);
+    expect(await mcp.error('tasks/get', { taskId: task.taskId })).toEqual({ code: -32602, message: 'Failed to retrieve task: Task has expired' });
+    expect((await mcp.error('tasks/result', { taskId: task.taskId })).message).toMatch(/Task has expired/);
+    const listed = await mcp.call('tasks/list');
+    expect(listed.tasks.map((item: any) => item.taskId)).not.toContain(task.taskId);
+  });
+});
+
+describe('tasks/list', () => {
+  it('pages newest first and lists every task exactly once while tasks are created', async () => {
+    const carol = createToken(server, 'carol@example.com');
+    const mcp = await session(carol);
+    const before: string[] = [];
+    for (let i = 0; i < 7; i += 1) before.push((await mcp.startDelayTask(0)).taskId);
+
+    const seen: string[] = [];
+    const createdDuring: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const page = await mcp.call('tasks/list', cursor ? { cursor } : {});
+      expect(page.tasks.length).toBeLessThanOrEqual(3);
+      seen.push(...page.tasks.map((task: any) => task.taskId));
+      cursor = page.nextCursor;
+      pages += 1;
+      createdDuring.push((await mcp.startDelayTask(0)).taskId);
+    } while (cursor);
+
+    expect(seen).toEqual([...before].reverse());
+    expect(pages).toBe(3);
+    const fresh = await mcp.call('tasks/list');
+    expect(fresh.tasks.map((task: any) => task.taskId)).toEqual(createdDuring.slice(-3).reverse());
+  });
+
+  it('refuses a malformed cursor and another user’s cursor with -32602', async () => {
+    const ada = await session();
+    for (let i = 0; i < 4; i += 1) await ada.startDelayTask(0);
+    const { nextCursor } = await ada.call('tasks/list');
+    expect(typeof nextCursor).toBe('string');
+    expect((await ada.error('tasks/list', { cursor: 'not-a-cursor' })).code).toBe(-32602);
+    expect((await ada.error('tasks/list', { cursor: `${nextCursor}x` })).code).toBe(-32602);
+    const bob = await session(otherToken);
+    const error = await bob.error('tasks/list', { cursor: nextCursor });
+    expect(error.code).toBe(-32602);
+    expect(error.message).toMatch(/cursor/);
+    expect((await ada.error('tasks/list', { cursor: 17 })).code).toBe(-32602);
+  });
+});
+
+describe('notifications on the GET stream', () => {
+  it('delivers progress and status notifications, and replays them after Last-Event-ID', async () => {
+    const mcp = await session();
+    const stream = await mcp.openGetStream();
+    await stream.next(); // priming event
+    const task = await mcp.startDelayTask(1.2, { _meta: { progressToken: 'tok-1' } });
+    const received: any[] = [];
+    while (received.length < 4) received.push(await stream.nextMessage());
+    await stream.close();
+
+    expect(received.slice(0, 3).map((message) => [message.method, message.params.progress])).toEqual([
+      ['notifications/progress', 0.5],
+      ['notifications/progress', 1],
+      ['notifications/progress', 1.2],
+    ]);
+    for (const message of received.slice(0, 3)) {
+      expect(message.params.progressToken).toBe('tok-1');
+      expect(message.params.total).toBe(1.2);
+      expect(message.params._meta['io.modelcontextprotocol/related-task']).toEqual({ taskId: task.taskId });
+    }
+    const status = received[3];
+    expect(status.method).toBe('notifications/tasks/status');
+    expect(status.params).toMatchObject({ taskId: task.taskId, status: 'completed', ttl: 300_000 });
+    expect(status.params._meta).toBeUndefined();
+
+    const ids = received.map((message) => Number(message.__eventId));
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    const resumed = await mcp.openGetStream(String(ids[0]));
+    const replayed = [await resumed.nextMessage(), await resumed.nextMessage(), await resumed.nextMessage()];
+    await resumed.close();
+    expect(replayed.map((message) => message?.__eventId)).toEqual(received.slice(1).map((message) => message.__eventId));
+  });
+
+  it('sends a session only its own notifications', async () => {
+    const first = await session();
+    const second = await session();
+    const stream = await second.openGetStream();
+    await stream.next();
+    const task = await first.startDelayTask(0.6, { _meta: { progressToken: 1 } });
+    await first.call('tasks/result', { taskId: task.taskId });
+    await expect(stream.nextMessage(800)).rejects.toThrow(/timed out/);
+    await stream.close();
+  });
+});
+
+describe('the TTL sweeper', () => {
+  let sweeping: TestServer;
+
+  beforeAll(async () => {
+    sweeping = await startServer({ TASK_SWEEP_INTERVAL_MS: '200' });
+  });
+
+  afterAll(async () => {
+    await sweeping?.stop();
+  });
+
+  it('deletes expired tasks with their events and stops their work', async () => {
+    const mcp = new RawMcp(sweeping.mcpUrl, createToken(sweeping, 'dora@example.com'));
+    await mcp.initialize();
+    const running = await mcp.startDelayTask(30, { task: { ttl: 800 } });
+    const waiter = mcp.request('tasks/result', { taskId: running.taskId });
+    const reply = await waiter;
+    expect(reply.body.error).toEqual({ code: -32602, message: 'Failed to retrieve task result: Task not found' });
+    const db = sweeping.db();
+    expect(db.prepare('SELECT count(*) AS n FROM tasks WHERE id = ?').get(running.taskId)).toEqual({ n: 0 });
+    expect(db.prepare('SELECT count(*) AS n FROM task_events WHERE task_id = ?').get(running.taskId)).toEqual({ n: 0 });
+    expect((await mcp.error('tasks/get', { taskId: running.taskId })).message).toMatch(/Task not found/);
+  });
+});

@@ -20,13 +20,14 @@ const envSchema = z
     TASK_LIST_PAGE_SIZE: z.coerce.number().int().min(1).max(1000).default(50),
     TASK_SWEEP_INTERVAL_MS: positiveInt(60 * 1000),
     SESSION_MESSAGE_RETENTION_MS: positiveInt(60 * 60 * 1000),
+    ALLOW_SIGNUP: z.enum(['true', 'false']).default('true'),
   })
   .refine((env) => env.TASK_DEFAULT_TTL_MS <= env.TASK_MAX_TTL_MS, {
     path: ['TASK_DEFAULT_TTL_MS'],
     message: 'must not exceed TASK_MAX_TTL_MS',
   });
 
-export type Env = z.infer<typeof envSchema> & { APP_URL: string; allowedOrigins: string[] };
+export type Env = Omit<z.infer<typeof envSchema>, 'ALLOW_SIGNUP'> & { APP_URL: string; allowedOrigins: string[]; allowSignup: boolean };
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -45,7 +46,8 @@ export function parseEnv(source: Record<string, string | undefined>): Env {
   const allowedOrigins = env.ALLOWED_ORIGINS.split(',')
     .map((origin) => origin.trim().replace(/\/+$/, ''))
     .filter(Boolean);
-  return { ...env, APP_URL: appUrl, allowedOrigins };
+  const { ALLOW_SIGNUP, ...rest } = env;
+  return { ...rest, APP_URL: appUrl, allowedOrigins, allowSignup: ALLOW_SIGNUP === 'true' };
 }
 
 const globalForEnv = globalThis as unknown as { __mcpTaskServerEnv?: Env };

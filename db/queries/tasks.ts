@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, gt, inArray, lt, lte, or, sql } from 'drizzle-orm';
+import { and, asc, count, desc, eq, gt, inArray, like, lt, lte, or, sql } from 'drizzle-orm';
 import { getDb } from '../client';
 import { taskEvents, tasks, type TaskStatus } from '../schema';
 
@@ -33,19 +33,36 @@ export function getTaskById(id: string): TaskRow | undefined {
   return getDb().select().from(tasks).where(eq(tasks.id, id)).get();
 }
 
+export interface TaskFilter {
+  status?: TaskStatus;
+  toolName?: string;
+  /** The start of a task id, as a person types it. */
+  idPrefix?: string;
+}
+
 /** A user's tasks, newest first, strictly after the keyset position when one is given. */
 export function listTasksByUserId(
   userId: string,
-  options: { limit: number; notExpiredAt: number; before?: { createdAt: number; id: string } },
+  options: { limit: number; notExpiredAt: number; before?: { createdAt: number; id: string }; filter?: TaskFilter },
 ): TaskRow[] {
-  const { before } = options;
+  const { before, filter = {} } = options;
   const position = before
     ? or(lt(tasks.createdAt, before.createdAt), and(eq(tasks.createdAt, before.createdAt), lt(tasks.id, before.id)))
     : undefined;
+  const idPrefix = filter.idPrefix?.toLowerCase().replace(/[^0-9a-f-]/g, '');
   return getDb()
     .select()
     .from(tasks)
-    .where(and(eq(tasks.userId, userId), gt(tasks.expiresAt, options.notExpiredAt), position))
+    .where(
+      and(
+        eq(tasks.userId, userId),
+        gt(tasks.expiresAt, options.notExpiredAt),
+        position,
+        filter.status ? eq(tasks.status, filter.status) : undefined,
+        filter.toolName ? eq(tasks.toolName, filter.toolName) : undefined,
+        idPrefix ? like(tasks.id, `${idPrefix}%`) : undefined,
+      ),
+    )
     .orderBy(desc(tasks.createdAt), desc(tasks.id))
     .limit(options.limit)
     .all();
@@ -141,4 +158,15 @@ export function deleteExpiredTasks(now: number): Array<{ id: string; userId: str
 
 export function listTaskEventsByTaskId(taskId: string): TaskEventRow[] {
   return getDb().select().from(taskEvents).where(eq(taskEvents.taskId, taskId)).orderBy(asc(taskEvents.id)).all();
+}
+
+/** How many live tasks a user has in each status, for the dashboard's filters and badges. */
+export function countTasksByStatusForUser(userId: string, notExpiredAt: number): Partial<Record<TaskStatus, number>> {
+  const rows = getDb()
+    .select({ status: tasks.status, n: count() })
+    .from(tasks)
+    .where(and(eq(tasks.userId, userId), gt(tasks.expiresAt, notExpiredAt)))
+    .groupBy(tasks.status)
+    .all();
+  return Object.fromEntries(rows.map((row) => [row.status, row.n]));
 }

@@ -25,3 +25,7 @@ export function createUser(input: { email: string; name?: string | null; passwor
     .returning()
     .get();
 }
+
+export function setUserPasswordHash(id: string, passwordHash: string): void {
+  getDb().update(users).set({ passwordHash }).where(eq(users.id, id)).run();
+}

@@ -1,13 +1,17 @@
 import {
+  countTasksByStatusForUser,
   deleteExpiredTasks,
   getTaskById,
   getTaskByIdForUser,
   incrementTaskAttempt,
   insertTask,
   listTasksByStatus,
+  listTaskEventsByTaskId,
   listTasksByUserId,
   transitionTask,
   updateTaskProgress,
+  type TaskEventRow,
+  type TaskFilter,
   type TaskRow,
 } from '@/db/queries/tasks';
 import { executeTool, type CallToolResult, type ToolContext, type ToolDefinition } from '@/lib/tools/define';
@@ -16,7 +20,7 @@ import { publishTaskEvent, topics, type EventBus } from './bus';
 import { decodeCursor, encodeCursor } from './cursor';
 import { activeStatuses, isTerminal, statusesLeadingTo, type TaskStatus } from './states';
 
-export type { TaskRow };
+export type { TaskEventRow, TaskFilter, TaskRow };
 
 export interface EngineConfig {
   defaultTtlMs: number;
@@ -106,14 +110,19 @@ export class TaskEngine {
     return row;
   }
 
-  listTasks(userId: string, cursor?: string, pageSize = this.config.pageSize): { tasks: TaskRow[]; nextCursor?: string } {
+  listTasks(
+    userId: string,
+    cursor?: string,
+    options: { pageSize?: number; filter?: TaskFilter } = {},
+  ): { tasks: TaskRow[]; nextCursor?: string } {
+    const pageSize = options.pageSize ?? this.config.pageSize;
     let before: { createdAt: number; id: string } | undefined;
     if (cursor !== undefined) {
       before = decodeCursor(cursor, userId, this.config.cursorSecret) ?? undefined;
       if (!before) throw new TaskError('bad_cursor', 'Invalid cursor');
     }
     // One extra row tells whether another page exists without a second query.
-    const rows = listTasksByUserId(userId, { limit: pageSize + 1, before, notExpiredAt: Date.now() });
+    const rows = listTasksByUserId(userId, { limit: pageSize + 1, before, notExpiredAt: Date.now(), filter: options.filter });
     const page = rows.slice(0, pageSize);
     const last = page.at(-1);
     const nextCursor =
@@ -121,6 +130,16 @@ export class TaskEngine {
         ? encodeCursor({ createdAt: last.createdAt, id: last.id }, userId, this.config.cursorSecret)
         : undefined;
     return { tasks: page, nextCursor };
+  }
+
+  /** The task's transitions, oldest first: the dashboard's timeline. */
+  getTimeline(taskId: string, userId: string): TaskEventRow[] {
+    this.getTask(taskId, userId);
+    return listTaskEventsByTaskId(taskId);
+  }
+
+  countByStatus(userId: string): Partial<Record<TaskStatus, number>> {
+    return countTasksByStatusForUser(userId, Date.now());
   }
 
   /** Moves the task to cancelled before returning, then aborts its work. */

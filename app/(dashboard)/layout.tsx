@@ -1,0 +1,34 @@
+import Link from 'next/link';
+import { SignOutButton } from '@/components/auth/sign-out-button';
+import { NavLink } from '@/components/ui/nav-link';
+import { getCurrentUser } from '@/lib/auth/session';
+
+export default async function DashboardLayout({ children }: { children: React.ReactNode }) {
+  // Each page checks the session itself too; this only fills the header.
+  const user = await getCurrentUser();
+  return (
+    <div className="min-h-screen bg-zinc-50 dark:bg-zinc-950">
+      <header className="border-b border-zinc-200 bg-white dark:border-zinc-800 dark:bg-zinc-900">
+        <div className="mx-auto flex max-w-6xl flex-wrap items-center justify-between gap-x-6 gap-y-2 px-4 py-3">
+          <Link href="/tasks" className="text-base font-semibold tracking-tight">
+            MCP Task Server
+          </Link>
+          <nav aria-label="Main" className="order-last flex w-full gap-1 sm:order-none sm:w-auto sm:flex-1">
+            <NavLink href="/tasks">Tasks</NavLink>
+            <NavLink href="/tokens">Tokens</NavLink>
+            <NavLink href="/connect">Connect</NavLink>
+          </nav>
+          {user && (
+            <div className="flex items-center gap-2">
+              <span className="max-w-48 truncate text-sm text-zinc-600 dark:text-zinc-400" title={user.email}>
+                {user.email}
+              </span>
+              <SignOutButton />
+            </div>
+          )}
+        </div>
+      </header>
+      <main className="mx-auto max-w-6xl px-4 py-6 sm:py-8">{children}</main>
+    </div>
+  );
+}

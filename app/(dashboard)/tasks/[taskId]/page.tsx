@@ -1,0 +1,122 @@
+import Link from 'next/link';
+import { notFound } from 'next/navigation';
+import { CancelTaskButton } from '@/components/tasks/cancel-task-button';
+import { LiveRefresh } from '@/components/tasks/live-refresh';
+import { ProgressBar } from '@/components/tasks/progress-bar';
+import { JsonBlock, ResultView } from '@/components/tasks/result-view';
+import { StatusBadge } from '@/components/tasks/status-badge';
+import { Timeline } from '@/components/tasks/timeline';
+import { Card } from '@/components/ui/card';
+import { RelativeTime } from '@/components/ui/relative-time';
+import { requireUser } from '@/lib/auth/session';
+import { getRuntime } from '@/lib/runtime';
+import { isTaskError } from '@/lib/tasks/engine';
+import { isTerminal } from '@/lib/tasks/states';
+
+export const dynamic = 'force-dynamic';
+
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+function loadTask(taskId: string, userId: string) {
+  if (!uuidPattern.test(taskId)) notFound();
+  const { engine } = getRuntime();
+  try {
+    return { task: engine.getTask(taskId, userId), events: engine.getTimeline(taskId, userId) };
+  } catch (error) {
+    // Unknown, expired and other users' tasks all look the same from here.
+    if (isTaskError(error)) notFound();
+    throw error;
+  }
+}
+
+export async function generateMetadata({ params }: { params: Promise<{ taskId: string }> }) {
+  const { taskId } = await params;
+  return { title: `Task ${taskId.slice(0, 8)} · MCP Task Server` };
+}
+
+export default async function TaskPage({ params }: { params: Promise<{ taskId: string }> }) {
+  const { taskId } = await params;
+  const user = await requireUser(`/tasks/${encodeURIComponent(taskId)}`);
+  const { task, events } = loadTask(taskId, user.id);
+  const terminal = isTerminal(task.status);
+  const hours = task.ttlMs / 3_600_000;
+
+  return (
+    <div className="space-y-6">
+      <nav aria-label="Breadcrumb" className="text-sm">
+        <Link href="/tasks" className="text-blue-700 hover:underline dark:text-blue-400">
+          ← All tasks
+        </Link>
+      </nav>
+      <div className="flex flex-wrap items-start justify-between gap-4">
+        <div className="min-w-0">
+          <div className="flex flex-wrap items-center gap-3">
+            <h1 className="text-2xl font-semibold tracking-tight">{task.toolName}</h1>
+            <StatusBadge status={task.status} />
+          </div>
+          <p className="mt-1 break-all font-mono text-xs text-zinc-500 dark:text-zinc-400">{task.id}</p>
+          {task.statusMessage && (
+            <p className="mt-3 text-sm text-zinc-700 dark:text-zinc-300" data-testid="status-message">
+              {task.statusMessage}
+            </p>
+          )}
+        </div>
+        <div className="flex flex-col items-end gap-3">
+          <LiveRefresh taskId={task.id} />
+          {!terminal && <CancelTaskButton taskId={task.id} />}
+        </div>
+      </div>
+
+      <div className="grid gap-6 lg:grid-cols-3">
+        <div className="space-y-6 lg:col-span-2">
+          <Card title="Progress">
+            <ProgressBar progress={task.progress} total={task.progressTotal} label="Task progress" />
+            {task.progressMessage && <p className="mt-2 text-sm text-zinc-600 dark:text-zinc-400">{task.progressMessage}</p>}
+          </Card>
+          <Card title="Result">
+            {terminal || task.result ? (
+              <ResultView result={task.result} error={task.status === 'cancelled' && !task.result ? null : task.error} />
+            ) : (
+              <p className="text-sm text-zinc-500 dark:text-zinc-400">The result appears here when the task ends.</p>
+            )}
+            {task.status === 'cancelled' && !task.result && <p className="text-sm text-zinc-600 dark:text-zinc-400">The task was cancelled before it produced a result.</p>}
+          </Card>
+          <Card title="Arguments">
+            <JsonBlock value={task.arguments} />
+          </Card>
+        </div>
+        <div className="space-y-6">
+          <Card title="Details">
+            <dl className="grid grid-cols-[auto_1fr] gap-x-4 gap-y-2 text-sm">
+              <dt className="text-zinc-500 dark:text-zinc-400">Created</dt>
+              <dd>
+                <RelativeTime at={task.createdAt} />
+              </dd>
+              <dt className="text-zinc-500 dark:text-zinc-400">Updated</dt>
+              <dd>
+                <RelativeTime at={task.lastUpdatedAt} />
+              </dd>
+              <dt className="text-zinc-500 dark:text-zinc-400">Time to live</dt>
+              <dd>{hours >= 1 ? `${Number(hours.toFixed(1))} h` : `${Math.round(task.ttlMs / 60_000)} min`}</dd>
+              <dt className="text-zinc-500 dark:text-zinc-400">Deleted</dt>
+              <dd>
+                <RelativeTime at={task.expiresAt} />
+              </dd>
+              <dt className="text-zinc-500 dark:text-zinc-400">Client</dt>
+              <dd>{task.clientName ? `${task.clientName}${task.clientVersion ? ` ${task.clientVersion}` : ''}` : 'Unknown'}</dd>
+              {task.attempt > 1 && (
+                <>
+                  <dt className="text-zinc-500 dark:text-zinc-400">Runs</dt>
+                  <dd>{task.attempt} (resumed after a restart)</dd>
+                </>
+              )}
+            </dl>
+          </Card>
+          <Card title="Timeline">
+            <Timeline events={events} />
+          </Card>
+        </div>
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,43 @@
+import { z } from 'zod';
+import { createUser, getUserByEmail, setUserPasswordHash, type User } from '@/db/queries/users';
+import { hashPassword, passwordRules } from './password';
+
+export const emailSchema = z.email('Enter a valid email address.').max(254).transform((email) => email.trim().toLowerCase());
+export const passwordSchema = z
+  .string()
+  .min(passwordRules.minLength, `Use at least ${passwordRules.minLength} characters.`)
+  .max(passwordRules.maxLength, `Use at most ${passwordRules.maxLength} characters.`);
+
+export type SignUpResult = { ok: true; user: User } | { ok: false; field: 'email' | 'password' | 'name'; message: string };
+
+/** Creates an account with a password. A user made by token:create (no password yet) cannot be claimed here. */
+export async function registerUser(input: { email: unknown; password: unknown; name?: unknown }): Promise<SignUpResult> {
+  const email = emailSchema.safeParse(typeof input.email === 'string' ? input.email.trim() : input.email);
+  if (!email.success) return { ok: false, field: 'email', message: email.error.issues[0].message };
+  const password = passwordSchema.safeParse(input.password);
+  if (!password.success) return { ok: false, field: 'password', message: password.error.issues[0].message };
+  const name = typeof input.name === 'string' && input.name.trim() ? input.name.trim().slice(0, 100) : null;
+  if (getUserByEmail(email.data)) {
+    return { ok: false, field: 'email', message: 'An account with this email already exists. Sign in instead.' };
+  }
+  const passwordHash = await hashPassword(password.data);
+  try {
+    return { ok: true, user: createUser({ email: email.data, name, passwordHash }) };
+  } catch (error) {
+    // Two sign-ups raced for the same email: the unique index decided.
+    if (String(error).includes('UNIQUE')) return { ok: false, field: 'email', message: 'An account with this email already exists. Sign in instead.' };
+    throw error;
+  }
+}
+
+/** Sets (or replaces) a user's password; used by `npm run user:password`. */
+export async function setPassword(emailInput: string, passwordInput: string): Promise<{ ok: true } | { ok: false; message: string }> {
+  const email = emailSchema.safeParse(emailInput);
+  if (!email.success) return { ok: false, message: email.error.issues[0].message };
+  const password = passwordSchema.safeParse(passwordInput);
+  if (!password.success) return { ok: false, message: `Password: ${password.error.issues[0].message}` };
+  const user = getUserByEmail(email.data);
+  if (!user) return { ok: false, message: `No user with email ${email.data}. Create one with token:create or sign up.` };
+  setUserPasswordHash(user.id, await hashPassword(password.data));
+  return { ok: true };
+}

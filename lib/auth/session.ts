@@ -1,0 +1,22 @@
+import { getServerSession } from 'next-auth';
+import { cookies } from 'next/headers';
+import { redirect } from 'next/navigation';
+import { getUserById, type User } from '@/db/queries/users';
+import { getAuthOptions } from './options';
+
+/** The signed-in user, or null. Checks that the user still exists, not only that the cookie is valid. */
+export async function getCurrentUser(): Promise<User | null> {
+  const session = await getServerSession(getAuthOptions());
+  const id = (session?.user as { id?: string } | undefined)?.id;
+  return id ? (getUserById(id) ?? null) : null;
+}
+
+/** For pages: the signed-in user, or a redirect to sign-in that says why and comes back here. */
+export async function requireUser(returnTo: string): Promise<User> {
+  const user = await getCurrentUser();
+  if (user) return user;
+  const jar = await cookies();
+  const hadSession = jar.getAll().some((cookie) => cookie.name.endsWith('next-auth.session-token'));
+  const query = new URLSearchParams({ callbackUrl: returnTo, ...(hadSession ? { reason: 'expired' } : {}) });
+  redirect(`/signin?${query}`);
+}

@@ -1,0 +1,25 @@
+import type { Page } from '@playwright/test';
+
+export class AuthPage {
+  constructor(private readonly page: Page) {}
+
+  async signUp(email: string, password: string, name = 'Test User') {
+    await this.page.goto('/signup');
+    await this.page.getByLabel('Name (optional)').fill(name);
+    await this.page.getByLabel('Email').fill(email);
+    await this.page.getByLabel('Password').fill(password);
+    await this.page.getByRole('button', { name: 'Create account' }).click();
+  }
+
+  async signIn(email: string, password: string) {
+    await this.page.goto('/signin');
+    await this.page.getByLabel('Email').fill(email);
+    await this.page.getByLabel('Password').fill(password);
+    await this.page.getByRole('button', { name: 'Sign in' }).click();
+  }
+
+  async signOut() {
+    await this.page.getByRole('button', { name: 'Sign out' }).click();
+    await this.page.waitForURL(/\/signin/);
+  }
+}

@@ -19,6 +19,7 @@ const envSchema = z
     TASK_POLL_INTERVAL_MS: positiveInt(1000),
     TASK_LIST_PAGE_SIZE: z.coerce.number().int().min(1).max(1000).default(50),
     TASK_SWEEP_INTERVAL_MS: positiveInt(60 * 1000),
+    TASK_MAX_ACTIVE_PER_USER: positiveInt(100),
     SESSION_MESSAGE_RETENTION_MS: positiveInt(60 * 60 * 1000),
     ALLOW_SIGNUP: z.enum(['true', 'false']).default('true'),
   })

@@ -30,6 +30,7 @@ export function getRuntime(): Runtime {
       pollIntervalMs: env.TASK_POLL_INTERVAL_MS,
       pageSize: env.TASK_LIST_PAGE_SIZE,
       cursorSecret: getServerSecret(),
+      maxActivePerUser: env.TASK_MAX_ACTIVE_PER_USER,
     },
     bus,
   );

@@ -170,3 +170,12 @@ export function countTasksByStatusForUser(userId: string, notExpiredAt: number):
     .all();
   return Object.fromEntries(rows.map((row) => [row.status, row.n]));
 }
+
+export function countActiveTasksByUserId(userId: string): number {
+  const row = getDb()
+    .select({ n: count() })
+    .from(tasks)
+    .where(and(eq(tasks.userId, userId), inArray(tasks.status, ['working', 'input_required'])))
+    .get();
+  return row?.n ?? 0;
+}

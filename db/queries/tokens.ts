@@ -27,6 +27,10 @@ export function getAccessTokenByHash(tokenHash: string) {
     .get();
 }
 
+export function getAccessTokenById(id: string): AccessToken | undefined {
+  return getDb().select().from(accessTokens).where(eq(accessTokens.id, id)).get();
+}
+
 export function markAccessTokenUsed(id: string, at: number): void {
   getDb().update(accessTokens).set({ lastUsedAt: at }).where(eq(accessTokens.id, id)).run();
 }

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import {
   getAccessTokenByHash,
+  getAccessTokenById,
   insertAccessToken,
   markAccessTokenUsed,
   revokeAccessTokenByHash,
@@ -51,6 +52,12 @@ export function verifyBearer(authorization: string | null): TokenCheck {
     markAccessTokenUsed(found.token.id, now);
   }
   return { ok: true, user: found.user, tokenId: found.token.id };
+}
+
+/** Whether a token can still be used: for streams that outlive the request that opened them. */
+export function isAccessTokenActive(tokenId: string): boolean {
+  const token = getAccessTokenById(tokenId);
+  return Boolean(token && token.revokedAt === null && (token.expiresAt === null || token.expiresAt > Date.now()));
 }
 
 /** Revokes a token given in clear; false when it is unknown or already revoked. */

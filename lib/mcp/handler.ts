@@ -1,7 +1,7 @@
 import { createMcpSession, endMcpSession, getMcpSessionById, type McpSession } from '@/db/queries/sessions';
-import { verifyBearer } from '@/lib/auth/tokens';
+import { isAccessTokenActive, verifyBearer } from '@/lib/auth/tokens';
 import type { TaskEngine } from '@/lib/tasks/engine';
-import { ErrorCode, HttpError, isHttpError, isRpcError, type JsonRpcErrorObject } from './errors';
+import { ErrorCode, HttpError, isHttpError, isRpcError, RpcError, type JsonRpcErrorObject } from './errors';
 import {
   accepts,
   allowedOrigins,
@@ -15,11 +15,14 @@ import {
 } from './http';
 import { dispatch, serverCapabilities, type RequestContext } from './methods';
 import {
+  batchProtocolVersion,
   classifyMessage,
   initializeParamsSchema,
   latestProtocolVersion,
   parseParams,
   supportedProtocolVersions,
+  type IncomingMessage,
+  type JsonRpcNotification,
   type JsonRpcRequest,
 } from './schema';
 import { SseStream } from './sse';
@@ -36,6 +39,7 @@ export interface McpContext {
 
 const sessionHeader = 'mcp-session-id';
 const versionHeader = 'mcp-protocol-version';
+const tokenRecheckMs = 5000;
 
 /** Requests in flight, so that notifications/cancelled and DELETE can stop them. */
 const inFlight = new Map<string, AbortController>();
@@ -45,15 +49,15 @@ const inFlightKey = (sessionId: string, id: string | number) => `${sessionId}\u0
 export async function handleMcp(request: Request, ctx: McpContext): Promise<Response> {
   try {
     requireAllowedOrigin(request, allowedOrigins(ctx.appUrl, ctx.allowedOrigins));
-    const user = authenticate(request, ctx);
+    const caller = authenticate(request);
     requireSupportedVersionHeader(request);
     switch (request.method) {
       case 'POST':
-        return await handlePost(request, ctx, user.id);
+        return await handlePost(request, ctx, caller);
       case 'GET':
-        return handleGet(request, ctx, user.id);
+        return handleGet(request, ctx, caller);
       case 'DELETE':
-        return handleDelete(request, ctx, user.id);
+        return handleDelete(request, ctx, caller.userId);
       default:
         throw new HttpError(405, ErrorCode.InvalidRequest, `Method Not Allowed: use POST, GET or DELETE`, {
           Allow: 'GET, POST, DELETE',
@@ -67,10 +71,15 @@ export async function handleMcp(request: Request, ctx: McpContext): Promise<Resp
   }
 }
 
-function authenticate(request: Request, ctx: McpContext) {
+/** Who is calling, and with which token. */
+interface Caller {
+  userId: string;
+  tokenId: string;
+}
+
+function authenticate(request: Request): Caller {
   const check = verifyBearer(request.headers.get('authorization'));
-  if (check.ok) return check.user;
-  const resourceMetadata = `${ctx.appUrl}/.well-known/oauth-protected-resource`;
+  if (check.ok) return { userId: check.user.id, tokenId: check.tokenId };
   const description = {
     missing: 'An access token is required: send Authorization: Bearer <token>',
     malformed: 'The access token is malformed',
@@ -80,7 +89,7 @@ function authenticate(request: Request, ctx: McpContext) {
   }[check.reason];
   const challenge =
     check.reason === 'missing'
-      ? `Bearer realm="mcp", resource_metadata="${resourceMetadata}"`
+      ? 'Bearer realm="mcp"'
       : `Bearer realm="mcp", error="invalid_token", error_description="${description}"`;
   throw new HttpError(401, -32001, `Unauthorized: ${description}`, { 'WWW-Authenticate': challenge });
 }
@@ -109,7 +118,7 @@ function requireSession(request: Request, userId: string): McpSession {
   return session;
 }
 
-async function handlePost(request: Request, ctx: McpContext, userId: string): Promise<Response> {
+async function handlePost(request: Request, ctx: McpContext, caller: Caller): Promise<Response> {
   requireJsonContentType(request);
   requireAccept(request, ['application/json', 'text/event-stream']);
   const body = await readBodyWithLimit(request, ctx.maxBodyBytes);
@@ -119,23 +128,70 @@ async function handlePost(request: Request, ctx: McpContext, userId: string): Pr
   } catch {
     return jsonResponse(rpcErrorBody(null, { code: ErrorCode.ParseError, message: 'Parse error: the body is not valid JSON' }), 400);
   }
+  if (Array.isArray(parsed)) return handleBatch(request, parsed, ctx, caller);
   const incoming = classifyMessage(parsed);
 
   if (incoming.kind === 'request' && incoming.message.method === 'initialize') {
-    return initialize(incoming.message, ctx, userId);
+    return initialize(incoming.message, ctx, caller.userId);
   }
-  const session = requireSession(request, userId);
+  const session = requireSession(request, caller.userId);
   if (incoming.kind === 'notification') {
-    if (incoming.message.method === 'notifications/cancelled') {
-      const requestId = incoming.message.params?.requestId;
-      if (typeof requestId === 'string' || typeof requestId === 'number') {
-        inFlight.get(inFlightKey(session.id, requestId))?.abort(new Error('Cancelled by the client'));
-      }
-    }
+    receiveNotification(incoming.message, session);
     return new Response(null, { status: 202 });
   }
   if (incoming.kind === 'response') return new Response(null, { status: 202 });
-  return respond(request, incoming.message, ctx, session, userId);
+  return respond(request, incoming.message, ctx, session, caller);
+}
+
+function receiveNotification(message: JsonRpcNotification, session: McpSession): void {
+  if (message.method !== 'notifications/cancelled') return;
+  const requestId = message.params?.requestId;
+  if (typeof requestId === 'string' || typeof requestId === 'number') {
+    inFlight.get(inFlightKey(session.id, requestId))?.abort(new DOMException('Cancelled by the client', 'AbortError'));
+  }
+}
+
+/**
+ * Batches exist only in 2025-03-26, whose servers must accept them; later revisions removed them. The
+ * requests of a batch are answered together as one JSON array.
+ */
+async function handleBatch(request: Request, messages: unknown[], ctx: McpContext, caller: Caller): Promise<Response> {
+  const session = requireSession(request, caller.userId);
+  if (session.protocolVersion !== batchProtocolVersion) {
+    throw new RpcError(ErrorCode.InvalidRequest, 'Invalid Request: batches are not supported; send one JSON-RPC message per POST');
+  }
+  if (messages.length === 0) throw new RpcError(ErrorCode.InvalidRequest, 'Invalid Request: the batch is empty');
+  const replies = await Promise.all(
+    messages.map(async (value) => {
+      let incoming: IncomingMessage;
+      try {
+        incoming = classifyMessage(value);
+      } catch (error) {
+        return rpcErrorBody(null, toErrorObject(error, 'batch'));
+      }
+      if (incoming.kind === 'notification') receiveNotification(incoming.message, session);
+      if (incoming.kind !== 'request') return null;
+      if (incoming.message.method === 'initialize') {
+        return rpcErrorBody(incoming.message.id, { code: ErrorCode.InvalidRequest, message: 'Invalid Request: initialize must not be part of a batch' });
+      }
+      const { id, method, params } = incoming.message;
+      const requestContext: RequestContext = {
+        engine: ctx.engine,
+        session,
+        userId: caller.userId,
+        signal: request.signal,
+        send: () => {},
+        openStream: () => {},
+      };
+      try {
+        return { jsonrpc: '2.0', id, result: await dispatch(method, params, requestContext) };
+      } catch (error) {
+        return rpcErrorBody(id, toErrorObject(error, method));
+      }
+    }),
+  );
+  const responses = replies.filter((reply) => reply !== null);
+  return responses.length > 0 ? jsonResponse(responses) : new Response(null, { status: 202 });
 }
 
 function initialize(message: JsonRpcRequest, ctx: McpContext, userId: string): Response {
@@ -176,14 +232,15 @@ function initialize(message: JsonRpcRequest, ctx: McpContext, userId: string): R
 
 /**
  * Answers one request: as JSON when the result is all there is, or as an SSE stream once the method
- * must send messages first or wait long (then the result is the stream's last event).
+ * must send messages first or wait long (then the result is the stream's last event). A request the
+ * client cancels gets no response at all.
  */
 async function respond(
   request: Request,
   message: JsonRpcRequest,
   ctx: McpContext,
   session: McpSession,
-  userId: string,
+  caller: Caller,
 ): Promise<Response> {
   const cancel = new AbortController();
   const key = inFlightKey(session.id, message.id);
@@ -194,15 +251,18 @@ async function respond(
   const openStream = () => {
     if (!stream) {
       stream = new SseStream();
-      stream.signal.addEventListener('abort', () => cancel.abort(new Error('The client closed the stream')), { once: true });
+      stream.signal.addEventListener('abort', () => cancel.abort(new DOMException('The client closed the stream', 'AbortError')), { once: true });
+      closeWhenTokenRevoked(stream, caller.tokenId);
       markStreamed();
     }
     return stream;
   };
+  // Without a response to send, the HTTP exchange still has to end: as an empty, closed stream.
+  cancel.signal.addEventListener('abort', openStream, { once: true });
   const requestContext: RequestContext = {
     engine: ctx.engine,
     session,
-    userId,
+    userId: caller.userId,
     signal: AbortSignal.any([cancel.signal, request.signal]),
     send: (outgoing) => openStream().send(outgoing),
     openStream: () => void openStream(),
@@ -222,27 +282,38 @@ async function respond(
   if (first !== 'streamed') return jsonResponse(first);
   const sse = stream!;
   void reply.then((final) => {
-    sse.send(final);
+    if (!cancel.signal.aborted) sse.send(final);
     sse.close();
   });
   return sse.response();
 }
 
+/** Long-lived streams re-check their token, so that revoking it cuts them off too. */
+function closeWhenTokenRevoked(stream: SseStream, tokenId: string): void {
+  const timer = setInterval(() => {
+    if (!isAccessTokenActive(tokenId)) stream.close();
+  }, tokenRecheckMs);
+  timer.unref?.();
+  stream.signal.addEventListener('abort', () => clearInterval(timer), { once: true });
+}
+
 function toErrorObject(error: unknown, method: string): JsonRpcErrorObject {
   if (isRpcError(error)) return error.toJson();
-  if (error instanceof Error && error.name === 'AbortError') {
+  if ((error instanceof Error || error instanceof DOMException) && error.name === 'AbortError') {
     return { code: ErrorCode.InternalError, message: `Request ${method} was cancelled` };
   }
   console.error(`MCP ${method}: unexpected error`, error);
   return { code: ErrorCode.InternalError, message: `Internal error while handling ${method}` };
 }
 
-function handleGet(request: Request, ctx: McpContext, userId: string): Response {
+function handleGet(request: Request, ctx: McpContext, caller: Caller): Response {
   if (!accepts(request, 'text/event-stream')) {
     throw new HttpError(406, ErrorCode.InvalidRequest, 'Not Acceptable: the Accept header must include text/event-stream');
   }
-  const session = requireSession(request, userId);
-  return ctx.streams.open(session.id, request.headers.get('last-event-id'));
+  const session = requireSession(request, caller.userId);
+  const stream = ctx.streams.open(session, request.headers.get('last-event-id'));
+  closeWhenTokenRevoked(stream, caller.tokenId);
+  return stream.response();
 }
 
 function handleDelete(request: Request, ctx: McpContext, userId: string): Response {

@@ -8,8 +8,9 @@ export function jsonResponse(body: unknown, status = 200, headers: Record<string
   });
 }
 
+/** A JSON-RPC error response; without an id when the request's id could not be read. */
 export function rpcErrorBody(id: RequestId | null, error: JsonRpcErrorObject) {
-  return { jsonrpc: '2.0' as const, id, error };
+  return { jsonrpc: '2.0' as const, ...(id !== null ? { id } : {}), error };
 }
 
 /** The response for an HttpError: its status, and a JSON-RPC error body a client can show. */

@@ -1,7 +1,7 @@
 import type { McpSession } from '@/db/queries/sessions';
 import { findTool, tools } from '@/lib/tools';
 import { describeTool, executeTool } from '@/lib/tools/define';
-import type { TaskEngine } from '@/lib/tasks/engine';
+import { isTaskError, type TaskEngine } from '@/lib/tasks/engine';
 import { isTerminal } from '@/lib/tasks/states';
 import { ErrorCode, RpcError } from './errors';
 import {
@@ -36,18 +36,20 @@ function visibleTools(session: McpSession) {
 }
 
 async function callTool(rawParams: unknown, ctx: RequestContext): Promise<Record<string, unknown>> {
-  const params = parseParams(callToolParamsSchema, rawParams);
+  // A session without tasks ignores task metadata entirely, even malformed.
+  const { task: _ignored, ...withoutTask } = (rawParams ?? {}) as Record<string, unknown>;
+  const params = parseParams(callToolParamsSchema, hasTasks(ctx.session) ? rawParams : withoutTask);
   const tool = findTool(params.name);
   if (!tool) throw new RpcError(ErrorCode.InvalidParams, `Unknown tool: ${params.name}`);
   const progressToken = params._meta?.progressToken;
   const args = params.arguments ?? {};
-  const asTask = params.task !== undefined && hasTasks(ctx.session);
+  const asTask = params.task !== undefined;
 
   if (asTask) {
     if (tool.taskSupport === 'forbidden') {
       throw new RpcError(ErrorCode.MethodNotFound, `Tool ${tool.name} does not support task-augmented calls; call it without "task"`);
     }
-    const row = ctx.engine.createTask({
+    const row = createTaskOrRefuse(ctx, {
       userId: ctx.userId,
       sessionId: ctx.session.id,
       client: { name: ctx.session.clientName, version: ctx.session.clientVersion },
@@ -87,6 +89,15 @@ async function callTool(rawParams: unknown, ctx: RequestContext): Promise<Record
   });
   if (outcome.kind === 'error') throw new RpcError(outcome.error.code, outcome.error.message, outcome.error.data);
   return outcome.result as unknown as Record<string, unknown>;
+}
+
+function createTaskOrRefuse(ctx: RequestContext, input: Parameters<TaskEngine['createTask']>[0]) {
+  try {
+    return ctx.engine.createTask(input);
+  } catch (error) {
+    if (isTaskError(error) && error.reason === 'limit') throw new RpcError(ErrorCode.InvalidRequest, error.message);
+    throw error;
+  }
 }
 
 const methods: Record<string, { handler: MethodHandler; needsTasks?: boolean }> = {

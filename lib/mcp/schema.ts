@@ -5,6 +5,8 @@ import { ErrorCode, RpcError } from './errors';
 export const supportedProtocolVersions = ['2025-11-25', '2025-06-18', '2025-03-26'] as const;
 export const latestProtocolVersion = supportedProtocolVersions[0];
 export const tasksProtocolVersion = '2025-11-25';
+/** The only revision with JSON-RPC batches. */
+export const batchProtocolVersion = '2025-03-26';
 
 const requestId = z.union([z.string(), z.number().int()]);
 const meta = z.record(z.string(), z.unknown());

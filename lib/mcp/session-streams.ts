@@ -3,7 +3,9 @@ import {
   getLastSessionMessageId,
   listSessionMessagesAfter,
 } from '@/db/queries/sessions';
+import type { McpSession } from '@/db/queries/sessions';
 import { topics, type BusEvent, type EventBus } from '@/lib/tasks/bus';
+import { tasksProtocolVersion } from './schema';
 import { relatedTaskMeta, toTask } from './task-messages';
 import { SseStream } from './sse';
 
@@ -19,13 +21,15 @@ export class SessionStreams {
   constructor(private readonly bus: EventBus) {}
 
   /** Opens the session's stream; a newer stream replaces an older one (the client reconnected). */
-  open(sessionId: string, lastEventId: string | null): Response {
+  open(session: Pick<McpSession, 'id' | 'protocolVersion'>, lastEventId: string | null): SseStream {
+    const sessionId = session.id;
     this.close(sessionId);
     const stream = new SseStream();
     this.open_.set(sessionId, stream);
     const resumeFrom = lastEventId !== null && /^\d+$/.test(lastEventId.trim()) ? Number(lastEventId.trim()) : null;
     let cursor = resumeFrom ?? getLastSessionMessageId(sessionId);
-    if (resumeFrom === null) stream.prime(cursor);
+    // Clients before 2025-11-25 would try to parse an event without a message.
+    if (resumeFrom === null && session.protocolVersion === tasksProtocolVersion) stream.prime(cursor);
 
     let pending = true;
     let wake = () => {};
@@ -58,7 +62,7 @@ export class SessionStreams {
       console.error(`Session ${sessionId}: GET stream failed`, error);
       stream.close();
     });
-    return stream.response();
+    return stream;
   }
 
   close(sessionId: string): void {

@@ -1,4 +1,5 @@
 import {
+  countActiveTasksByUserId,
   countTasksByStatusForUser,
   deleteExpiredTasks,
   getTaskById,
@@ -28,13 +29,18 @@ export interface EngineConfig {
   pollIntervalMs: number;
   pageSize: number;
   cursorSecret: string;
+  /** How many working or waiting tasks one user may have at once. */
+  maxActivePerUser: number;
 }
+
+/** A shorter ttl would let a task expire before a client could poll it even once. */
+export const minTtlMs = 1000;
 
 /** Why a task operation was refused; the protocol layer and the dashboard word it for their users. */
 export class TaskError extends Error {
   override name = 'TaskError';
   constructor(
-    readonly reason: 'not_found' | 'expired' | 'terminal' | 'bad_cursor',
+    readonly reason: 'not_found' | 'expired' | 'terminal' | 'bad_cursor' | 'limit',
     message: string,
     readonly status?: TaskStatus,
   ) {
@@ -75,8 +81,16 @@ export class TaskEngine {
 
   /** Commits the task, starts its work, and returns the committed row. */
   createTask(input: NewTask): TaskRow {
+    const active = countActiveTasksByUserId(input.userId);
+    if (active >= this.config.maxActivePerUser) {
+      throw new TaskError(
+        'limit',
+        `Too many active tasks: you have ${active} working or waiting for input (the limit is ${this.config.maxActivePerUser}); cancel some or wait for them to finish`,
+      );
+    }
     const now = Date.now();
-    const ttlMs = Math.min(input.requestedTtlMs ?? this.config.defaultTtlMs, this.config.maxTtlMs);
+    const requested = input.requestedTtlMs ?? this.config.defaultTtlMs;
+    const ttlMs = Math.max(minTtlMs, Math.min(requested, this.config.maxTtlMs));
     const row = insertTask(
       {
         id: crypto.randomUUID(),

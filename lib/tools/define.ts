@@ -71,7 +71,7 @@ export async function executeTool(tool: ToolDefinition, rawArgs: unknown, ctx: T
     return { kind: 'result', result: textResult(`Invalid arguments for tool ${tool.name}: ${problems.join('; ')}`, true) };
   }
   try {
-    return { kind: 'result', result: await tool.run(parsed.data, ctx) };
+    return { kind: 'result', result: await tool.run(parsed.data, withIncreasingProgress(ctx)) };
   } catch (error) {
     if (isToolProtocolError(error)) {
       return { kind: 'error', error: { code: error.code, message: error.message, ...(error.data !== undefined ? { data: error.data } : {}) } };
@@ -79,6 +79,19 @@ export async function executeTool(tool: ToolDefinition, rawArgs: unknown, ctx: T
     const message = error instanceof Error ? error.message : String(error);
     return { kind: 'result', result: textResult(`Tool ${tool.name} failed: ${message}`, true) };
   }
+}
+
+/** Progress must increase with each notification: a report that does not is dropped. */
+function withIncreasingProgress(ctx: ToolContext): ToolContext {
+  let last = ctx.resumedFrom?.progress ?? Number.NEGATIVE_INFINITY;
+  return {
+    ...ctx,
+    progress(done, total, message) {
+      if (!(done > last)) return;
+      last = done;
+      ctx.progress(done, total, message);
+    },
+  };
 }
 
 /** Checked by shape, not instanceof: separately bundled routes may hold separate copies of this class. */

@@ -24,9 +24,10 @@ export const delayTool = defineTool({
       const stepMs = Math.min(tickMs, totalMs - waitedMs);
       await sleep(stepMs, undefined, { signal: ctx.signal });
       waitedMs += stepMs;
-      const done = Math.round(waitedMs / 100) / 10;
-      ctx.progress(done, seconds, `Waited ${done} of ${seconds} s`);
-      ctx.status(`Waiting: ${done} of ${seconds} s done`);
+      const done = waitedMs >= totalMs ? seconds : waitedMs / 1000;
+      const shown = Math.round(done * 10) / 10;
+      ctx.progress(done, seconds, `Waited ${shown} of ${seconds} s`);
+      ctx.status(`Waiting: ${shown} of ${seconds} s done`);
     }
     if (fail) return textResult(`Failed on purpose after waiting ${seconds} s.`, true);
     return textResult(`Waited ${seconds} s.`);

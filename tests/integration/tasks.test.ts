@@ -15,6 +15,7 @@ beforeAll(async () => {
     TASK_POLL_INTERVAL_MS: '200',
     // Expiry is checked on access here; the sweeper has its own suite.
     TASK_SWEEP_INTERVAL_MS: '3600000',
+    TASK_MAX_ACTIVE_PER_USER: '5',
   });
   token = createToken(server, 'ada@example.com');
   otherToken = createToken(server, 'bob@example.com');
@@ -136,6 +137,24 @@ describe('task lifecycle over raw HTTP', () => {
     expect(task.ttl).toBe(1234);
     const row = server.db().prepare('SELECT created_at, expires_at FROM tasks WHERE id = ?').get(task.taskId) as any;
     expect(row.expires_at - row.created_at).toBe(1234);
+  });
+
+  it('raises a ttl below one second to one second', async () => {
+    const mcp = await session();
+    expect((await mcp.startDelayTask(0, { task: { ttl: 0 } })).ttl).toBe(1000);
+  });
+
+  it('limits how many tasks one user may have active at once', async () => {
+    const mcp = await session(createToken(server, 'erin@example.com'));
+    const running = [];
+    for (let i = 0; i < 5; i += 1) running.push(await mcp.startDelayTask(60));
+    const refused = await mcp.error('tools/call', { name: 'delay', arguments: { seconds: 1 }, task: {} });
+    expect(refused.code).toBe(-32600);
+    expect(refused.message).toMatch(/Too many active tasks: you have 5 .*limit is 5/);
+    await expect((await session()).startDelayTask(0)).resolves.toMatchObject({ status: 'working' });
+    await mcp.call('tasks/cancel', { taskId: running[0].taskId });
+    expect((await mcp.startDelayTask(0)).status).toBe('working');
+    for (const task of running.slice(1)) await mcp.call('tasks/cancel', { taskId: task.taskId });
   });
 
   it('answers tasks/get with the flat Task and moves lastUpdatedAt on every change', async () => {
@@ -381,14 +400,17 @@ describe('the TTL sweeper', () => {
     await sweeping?.stop();
   });
 
-  it('deletes expired tasks with their events and stops their work', async () => {
+  it('deletes expired tasks with their events, waking their waiters', async () => {
     const mcp = new RawMcp(sweeping.mcpUrl, createToken(sweeping, 'dora@example.com'));
     await mcp.initialize();
     const running = await mcp.startDelayTask(30, { task: { ttl: 800 } });
     const waiter = mcp.request('tasks/result', { taskId: running.taskId });
     const reply = await waiter;
-    expect(reply.body.error).toEqual({ code: -32602, message: 'Failed to retrieve task result: Task not found' });
+    // Woken by expiry or by the deletion itself, whichever comes first.
+    expect(reply.body.error.code).toBe(-32602);
+    expect(reply.body.error.message).toMatch(/^Failed to retrieve task result: Task (not found|has expired)$/);
     const db = sweeping.db();
+    await expect.poll(() => db.prepare('SELECT count(*) AS n FROM tasks WHERE id = ?').get(running.taskId)).toEqual({ n: 0 });
     expect(db.prepare('SELECT count(*) AS n FROM tasks WHERE id = ?').get(running.taskId)).toEqual({ n: 0 });
     expect(db.prepare('SELECT count(*) AS n FROM task_events WHERE task_id = ?').get(running.taskId)).toEqual({ n: 0 });
     expect((await mcp.error('tasks/get', { taskId: running.taskId })).message).toMatch(/Task not found/);

@@ -210,6 +210,46 @@ describe('sessions and versions', () => {
     expect((await unknown.initialize('2030-01-01')).protocolVersion).toBe('2025-11-25');
   });
 
+  it('ignores task metadata, even malformed, for a client without tasks', async () => {
+    const older = new RawMcp(server.mcpUrl, token);
+    await older.initialize('2025-06-18');
+    const result = await older.call('tools/call', { name: 'echo', arguments: { text: 'hi' }, task: { ttl: -5 } });
+    expect(result.content[0].text).toBe('hi');
+  });
+
+  it('accepts JSON-RPC batches from 2025-03-26 clients only', async () => {
+    const older = new RawMcp(server.mcpUrl, token);
+    await older.initialize('2025-03-26');
+    const response = await older.post([
+      { jsonrpc: '2.0', id: 'a', method: 'ping' },
+      { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'zzz' } },
+      { jsonrpc: '2.0', id: 'b', method: 'tools/call', params: { name: 'echo', arguments: { text: 'batched' } } },
+      { jsonrpc: '2.0', id: 'c', method: 'tasks/list' },
+      { nonsense: true },
+    ], { 'MCP-Protocol-Version': '2025-03-26' });
+    expect(response.status).toBe(200);
+    const replies = await response.json();
+    expect(replies).toEqual([
+      { jsonrpc: '2.0', id: 'a', result: {} },
+      { jsonrpc: '2.0', id: 'b', result: { content: [{ type: 'text', text: 'batched' }] } },
+      { jsonrpc: '2.0', id: 'c', error: { code: -32601, message: 'Method not found: tasks/list' } },
+      { jsonrpc: '2.0', error: { code: -32600, message: expect.stringMatching(/^Invalid Request/) } },
+    ]);
+    const onlyNotifications = await older.post([{ jsonrpc: '2.0', method: 'notifications/initialized' }], { 'MCP-Protocol-Version': '2025-03-26' });
+    expect(onlyNotifications.status).toBe(202);
+    const empty = await older.post([], { 'MCP-Protocol-Version': '2025-03-26' });
+    expect(empty.status).toBe(400);
+    expect((await empty.json()).error.code).toBe(-32600);
+  });
+
+  it('sends no priming event to clients before 2025-11-25', async () => {
+    const older = new RawMcp(server.mcpUrl, token);
+    await older.initialize('2025-06-18');
+    const stream = await older.openGetStream();
+    await expect(stream.next(700)).rejects.toThrow(/timed out/);
+    await stream.close();
+  });
+
   it('answers initialize with bad params with -32602 naming the field', async () => {
     const mcp = new RawMcp(server.mcpUrl, token);
     const response = await mcp.post({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {} } });
@@ -299,6 +339,45 @@ describe('methods', () => {
     const last: any = messages.at(-1);
     expect(last.id).toBe(7);
     expect(last.result.content[0].text).toMatch(/Waited 1.1 s/);
+  });
+
+  it('reports progress that always increases and ends at the total', async () => {
+    const mcp = await session();
+    const response = await mcp.post({ jsonrpc: '2.0', id: 8, method: 'tools/call', params: { name: 'delay', arguments: { seconds: 1.02 }, _meta: { progressToken: 'odd' } } });
+    const { SseReader } = await import('../helpers/mcp');
+    const reader = new SseReader(response);
+    const values: number[] = [];
+    for (let message = await reader.nextMessage(); message; message = await reader.nextMessage()) {
+      if (message.method === 'notifications/progress') values.push(message.params.progress);
+    }
+    expect(values).toEqual([0.5, 1, 1.02]);
+  });
+});
+
+describe('cancellation and revocation', () => {
+  it('sends no response to a request the client cancelled, and stops its work', async () => {
+    const mcp = await session();
+    const response = await mcp.post({ jsonrpc: '2.0', id: 'slow', method: 'tools/call', params: { name: 'delay', arguments: { seconds: 10 }, _meta: { progressToken: 'p' } } });
+    const { SseReader } = await import('../helpers/mcp');
+    const reader = new SseReader(response);
+    const progress = await reader.nextMessage();
+    expect(progress?.method).toBe('notifications/progress');
+    expect((await mcp.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'slow', reason: 'changed my mind' } })).status).toBe(202);
+    const started = Date.now();
+    for (let message = await reader.nextMessage(); message; message = await reader.nextMessage()) {
+      expect(message.id).toBeUndefined();
+    }
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+
+  it('cuts off open streams when their token is revoked', async () => {
+    const doomed = createToken(server, 'ada@example.com', 'stream-doomed');
+    const mcp = new RawMcp(server.mcpUrl, doomed);
+    await mcp.initialize();
+    const stream = await mcp.openGetStream();
+    await stream.next();
+    expect(revokeToken(server, doomed).status).toBe(0);
+    expect(await stream.next(12_000)).toBeNull();
   });
 });
 

@@ -28,18 +28,22 @@ import {
 
 const config = {
   concurrency: 16,
-  warmup: 200,
+  warmup: 150,
+  ping: 500,
   createSequential: 300,
   createConcurrent: 1000,
   getSequential: 1000,
-  getConcurrent: 3000,
+  getConcurrent: 2000,
   e2eSequential: 200,
-  e2eConcurrent: 800,
+  e2eConcurrent: 500,
   e2eBusSequential: 100,
   e2eBusSeconds: 0.05,
   listTasks: 5000,
   listSamples: 200,
   deepPage: 90,
+  heavyTasks: 20_000,
+  heavyDeepPage: 390,
+  heavySamples: 100,
   workingTasks: 500,
   workingSeconds: 60,
   settleMs: 5000,
@@ -181,7 +185,8 @@ async function activityOver(pgid: number, ms: number): Promise<{ cpuPercent: num
 
 async function main(): Promise<void> {
   log('starting the server (built app, temporary database, loopback port)');
-  const server = await startServer();
+  // The per-user limit on working tasks (when the server has one) is raised so that 500 can work at once.
+  const server = await startServer({ TASK_MAX_ACTIVE_PER_USER: '10000' });
   const watchdog = setTimeout(() => {
     log(`watchdog: the run took longer than ${config.watchdogMs / 1000} s; stopping`);
     void server.stop().finally(() => process.exit(1));
@@ -227,7 +232,7 @@ async function benchmarks(server: TestServer): Promise<void> {
   const startupRss = groupRssKib(pgid);
 
   // 0. Baseline: ping goes through the same endpoint (auth, session lookup, JSON-RPC) and touches no task.
-  record('0. ping (baseline: auth + session + JSON-RPC), sequential', await sequential(config.getSequential, async () => void (await first.call('ping'))), 1);
+  record('0. ping (baseline: auth + session + JSON-RPC), sequential', await sequential(config.ping, async () => void (await first.call('ping'))), 1);
 
   // 1. Task creation.
   record('1a. tools/call + task (delay 0), sequential', await sequential(config.createSequential, async () => void (await startDelay(first, 0))), 1, 'tasks/s');
@@ -276,39 +281,62 @@ async function benchmarks(server: TestServer): Promise<void> {
       `p95 ${fmt(busSamples.percentile(95) - busMs)} ms.`,
   );
 
-  // 4. tasks/list with a user who has listTasks tasks, seeded straight into the database file.
-  const listToken = createToken(server, 'bench-list@example.com', 'bench');
-  const listUser = server.db().prepare(`SELECT id FROM users WHERE email = ?`).get('bench-list@example.com') as { id: string };
-  const seedStarted = performance.now();
-  seedTasks(server, listUser.id, config.listTasks);
-  log(`seeded ${config.listTasks} tasks in ${fmt(performance.now() - seedStarted, 0)} ms`);
-  const lister = new RawMcp(server.mcpUrl, listToken);
-  await lister.initialize();
-  const cursors: Array<string | undefined> = [undefined];
-  let listed = 0;
-  const walk = new Samples();
-  const walkStarted = performance.now();
-  for (let page = 0; page < config.listTasks; page += 1) {
-    const cursor = cursors[page];
-    const t0 = performance.now();
-    const result = await lister.call('tasks/list', cursor ? { cursor } : {});
-    walk.add(performance.now() - t0);
-    listed += result.tasks.length;
-    if (!result.nextCursor) break;
-    cursors.push(result.nextCursor);
-  }
-  walk.wallMs = performance.now() - walkStarted;
-  if (listed !== config.listTasks) notes.push(`4: walking every page listed ${listed} tasks, expected ${config.listTasks}.`);
-  const pageSize = Math.round(listed / cursors.length);
-  const page = (cursor?: string) => async () => {
-    const result = await lister.call('tasks/list', cursor ? { cursor } : {});
+  // 4. tasks/list for users who already have many tasks, seeded straight into the database file.
+  const seededUser = async (email: string, count: number) => {
+    const userToken = createToken(server, email, 'bench');
+    const user = server.db().prepare(`SELECT id FROM users WHERE email = ?`).get(email) as { id: string };
+    const seedStarted = performance.now();
+    seedTasks(server, user.id, count);
+    log(`seeded ${count} tasks for ${email} in ${fmt(performance.now() - seedStarted, 0)} ms`);
+    const client = new RawMcp(server.mcpUrl, userToken);
+    await client.initialize();
+    return client;
+  };
+  /** Follows nextCursor from the first page; cursors[i] opens page i + 1. */
+  const walkPages = async (client: RawMcp, maxPages: number) => {
+    const cursors: Array<string | undefined> = [undefined];
+    const samples = new Samples();
+    let listed = 0;
+    const started = performance.now();
+    for (let index = 0; index < maxPages; index += 1) {
+      const cursor = cursors[index];
+      const t0 = performance.now();
+      const result = await client.call('tasks/list', cursor ? { cursor } : {});
+      samples.add(performance.now() - t0);
+      listed += result.tasks.length;
+      if (!result.nextCursor) break;
+      cursors.push(result.nextCursor);
+    }
+    samples.wallMs = performance.now() - started;
+    return { cursors, samples, listed };
+  };
+  const listPage = (client: RawMcp, cursor?: string) => async () => {
+    const result = await client.call('tasks/list', cursor ? { cursor } : {});
     if (!Array.isArray(result.tasks) || result.tasks.length === 0) throw new Error('tasks/list: empty page');
   };
-  const deep = Math.min(config.deepPage, cursors.length - 1);
-  record(`4a. tasks/list first page (${config.listTasks} tasks)`, await sequential(config.listSamples, page()), 1);
-  record(`4b. tasks/list page ${deep + 1} via cursor`, await sequential(config.listSamples, page(cursors[deep])), 1);
-  record(`4c. tasks/list, walk all ${cursors.length} pages`, walk, 1, 'pages/s');
-  notes.push(`4: ${listed} tasks listed over ${cursors.length} pages of ${pageSize}; the deep page is page ${deep + 1} (tasks ${deep * pageSize + 1}–${(deep + 1) * pageSize}).`);
+
+  const lister = await seededUser('bench-list@example.com', config.listTasks);
+  const walk = await walkPages(lister, config.listTasks);
+  if (walk.listed !== config.listTasks) notes.push(`4: walking every page listed ${walk.listed} tasks, expected ${config.listTasks}.`);
+  const pageSize = Math.round(walk.listed / walk.cursors.length);
+  const deep = Math.min(config.deepPage, walk.cursors.length - 1);
+  record(`4a. tasks/list first page (user with ${fmtInt(config.listTasks)} tasks)`, await sequential(config.listSamples, listPage(lister)), 1);
+  record(`4b. tasks/list page ${deep + 1} via cursor`, await sequential(config.listSamples, listPage(lister, walk.cursors[deep])), 1);
+  record(`4c. tasks/list, walk all ${walk.cursors.length} pages`, walk.samples, 1, 'pages/s');
+  notes.push(`4: ${walk.listed} tasks listed over ${walk.cursors.length} pages of ${pageSize}; the deep page is page ${deep + 1} (tasks ${deep * pageSize + 1}–${(deep + 1) * pageSize}).`);
+
+  // The same with ten times as many tasks: how list pages and task creation scale with a user's history.
+  const heavy = await seededUser('bench-heavy@example.com', config.heavyTasks);
+  const heavyWalk = await walkPages(heavy, config.heavyDeepPage + 1);
+  const heavyDeep = heavyWalk.cursors.length - 1;
+  record(`4d. tasks/list first page (user with ${fmtInt(config.heavyTasks)} tasks)`, await sequential(config.heavySamples, listPage(heavy)), 1);
+  record(`4e. tasks/list page ${heavyDeep + 1} via cursor (same user)`, await sequential(config.heavySamples, listPage(heavy, heavyWalk.cursors[heavyDeep])), 1);
+  record(
+    `1c. tools/call + task (delay 0), sequential, user with ${fmtInt(config.heavyTasks)} tasks`,
+    await sequential(config.heavySamples, async () => void (await startDelay(heavy, 0))),
+    1,
+    'tasks/s',
+  );
 
   const size = (file: string) => {
     try {
@@ -329,9 +357,12 @@ async function benchmarks(server: TestServer): Promise<void> {
   });
   record(`5a. create ${config.workingTasks} delay-${config.workingSeconds} tasks, ${config.concurrency} clients`, createWorking, config.concurrency, 'tasks/s');
   await sleep(config.settleMs);
+  const walBusyStart = size('app.db-wal');
+  const busyStarted = performance.now();
   const busyActivityPromise = activityOver(pgid, config.cpuWindowMs);
   const busy = await rssOver(pgid, config.cpuWindowMs);
   const busyActivity = await busyActivityPromise;
+  const walGrowthPerSecond = (size('app.db-wal') - walBusyStart) / ((performance.now() - busyStarted) / 1000);
   const counts = server.db().prepare(`SELECT status, count(*) AS n FROM tasks WHERE id IN (SELECT value FROM json_each(?)) GROUP BY status`).all(JSON.stringify(working)) as Array<{ status: string; n: number }>;
   const stillWorking = counts.find((row) => row.status === 'working')?.n ?? 0;
   const probe = await first.call('tasks/get', { taskId: working[0] }).catch(() => undefined);
@@ -358,6 +389,7 @@ async function benchmarks(server: TestServer): Promise<void> {
     [`server CPU / writes with ${stillWorking} working tasks`, `${fmt(busyActivity.cpuPercent, 1)} % of one core / ${mib(busyActivity.writtenPerSecond / 1024)}/s`],
     ['server CPU / writes after cancelling them', `${fmt(afterActivity.cpuPercent, 1)} % of one core / ${mib(afterActivity.writtenPerSecond / 1024)}/s`],
     ['WAL file before / after the working tasks', `${mib(walBefore / 1024)} / ${mib(walAfter / 1024)}`],
+    [`WAL file growth with ${stillWorking} working tasks`, `${mib(walGrowthPerSecond / 1024)}/s (${fmt(walGrowthPerSecond / 1024 / Math.max(1, stillWorking), 1)} KiB/s per task)`],
   );
   if (stillWorking !== working.length) notes.push(`5: only ${stillWorking} of ${working.length} tasks were still working when measured: ${JSON.stringify(counts)}.`);
   if (probe) notes.push(`5: a working task read back while loaded: progress message "${probe.statusMessage}".`);
@@ -420,7 +452,7 @@ function print(): void {
     '',
     markdownTable(
       ['benchmark', 'n', 'concurrency', 'p50 ms', 'p95 ms', 'p99 ms', 'throughput', 'server CPU', 'server CPU ms/op', 'client CPU', 'errors'],
-      rows.map(({ benchmark, samples, concurrency, unit }) => [
+      [...rows].sort((a, b) => a.benchmark.localeCompare(b.benchmark, 'en', { numeric: true })).map(({ benchmark, samples, concurrency, unit }) => [
         benchmark,
         String(samples.values.length),
         String(concurrency),

@@ -126,3 +126,40 @@ export const taskEvents = sqliteTable(
   },
   (table) => [index('task_events_task_idx').on(table.taskId, table.id)],
 );
+
+export const inputKinds = ['elicitation', 'sampling'] as const;
+export const inputStatuses = ['pending', 'answered', 'withdrawn'] as const;
+export type InputStatus = (typeof inputStatuses)[number];
+
+/**
+ * A question a task asks its requestor (elicitation/create) or a model call it needs (sampling/
+ * createMessage). Keyed per task, so that a tool re-run after a restart finds its earlier question and
+ * answer instead of asking again.
+ */
+export const taskInputs = sqliteTable(
+  'task_inputs',
+  {
+    id: text('id').primaryKey(),
+    taskId: text('task_id')
+      .notNull()
+      .references(() => tasks.id, { onDelete: 'cascade' }),
+    userId: text('user_id').notNull(),
+    key: text('key').notNull(),
+    kind: text('kind', { enum: inputKinds }).notNull(),
+    request: text('request', { mode: 'json' }).notNull().$type<Record<string, unknown>>(),
+    status: text('status', { enum: inputStatuses }).notNull(),
+    response: text('response', { mode: 'json' }).$type<Record<string, unknown>>(),
+    answeredBy: text('answered_by'),
+    answeredByLabel: text('answered_by_label'),
+    /** The JSON-RPC id of the copy of the request the client answered; every other copy is withdrawn. */
+    answeredVia: text('answered_via'),
+    /** The requestor's own task, when it took the request as a task (task-augmented elicitation). */
+    clientTaskId: text('client_task_id'),
+    createdAt: millis('created_at').notNull(),
+    answeredAt: millis('answered_at'),
+  },
+  (table) => [
+    uniqueIndex('task_inputs_task_key_unique').on(table.taskId, table.key),
+    index('task_inputs_user_status_idx').on(table.userId, table.status, table.createdAt),
+  ],
+);

@@ -24,7 +24,9 @@ import {
   type IncomingMessage,
   type JsonRpcNotification,
   type JsonRpcRequest,
+  type JsonRpcResponse,
 } from './schema';
+import { clientLabel, parseInputRequestId } from './input-requests';
 import { SseStream } from './sse';
 import type { SessionStreams } from './session-streams';
 
@@ -139,8 +141,23 @@ async function handlePost(request: Request, ctx: McpContext, caller: Caller): Pr
     receiveNotification(incoming.message, session);
     return new Response(null, { status: 202 });
   }
-  if (incoming.kind === 'response') return new Response(null, { status: 202 });
+  if (incoming.kind === 'response') return receiveResponse(incoming.message, ctx, session, caller);
   return respond(request, incoming.message, ctx, session, caller);
+}
+
+/**
+ * A client's answer to one of our requests. The first answer to a question wins; a late one is
+ * accepted and ignored. An answer that does not fit the question is refused (400) and the question
+ * stays open.
+ */
+function receiveResponse(message: JsonRpcResponse, ctx: McpContext, session: McpSession, caller: Caller): Response {
+  const target = parseInputRequestId(message.id);
+  if (!target || !('result' in message)) return new Response(null, { status: 202 });
+  const outcome = ctx.engine.inputs.answer(target.inputId, caller.userId, message.result, 'client', clientLabel(session), String(message.id));
+  if (!outcome.ok && outcome.reason === 'invalid') {
+    return jsonResponse(rpcErrorBody(null, { code: ErrorCode.InvalidParams, message: outcome.message, data: { fieldErrors: outcome.fieldErrors } }), 400);
+  }
+  return new Response(null, { status: 202 });
 }
 
 function receiveNotification(message: JsonRpcNotification, session: McpSession): void {

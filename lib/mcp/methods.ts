@@ -1,9 +1,11 @@
 import type { McpSession } from '@/db/queries/sessions';
 import { findTool, tools } from '@/lib/tools';
-import { describeTool, executeTool } from '@/lib/tools/define';
+import { describeTool, executeTool, ToolProtocolError } from '@/lib/tools/define';
 import { isTaskError, type TaskEngine } from '@/lib/tasks/engine';
 import { isTerminal } from '@/lib/tasks/states';
+import { randomBytes } from 'node:crypto';
 import { ErrorCode, RpcError } from './errors';
+import { canReceive, inputRequestId, requestFor, withdrawalFor } from './input-requests';
 import {
   callToolParamsSchema,
   listParamsSchema,
@@ -86,9 +88,45 @@ async function callTool(rawParams: unknown, ctx: RequestContext): Promise<Record
       });
     },
     status: () => {},
+    elicit: askOnlyInTasks,
+    createMessage: askOnlyInTasks,
   });
   if (outcome.kind === 'error') throw new RpcError(outcome.error.code, outcome.error.message, outcome.error.data);
   return outcome.result as unknown as Record<string, unknown>;
+}
+
+/**
+ * Carries a task's questions on one tasks/result stream: each open question once, and a withdrawal for
+ * each copy sent here that was answered elsewhere.
+ */
+class QuestionRelay {
+  private readonly sent = new Map<string, string>();
+  private readonly withdrawn = new Set<string>();
+
+  constructor(
+    private readonly ctx: RequestContext,
+    private readonly taskId: string,
+  ) {}
+
+  sync(): void {
+    for (const input of this.ctx.engine.inputs.listForTask(this.taskId)) {
+      const sentId = this.sent.get(input.id);
+      if (input.status === 'pending') {
+        if (sentId || !canReceive(this.ctx.session, input.kind)) continue;
+        const id = inputRequestId(input.id, randomBytes(6).toString('base64url'));
+        this.sent.set(input.id, id);
+        this.ctx.send(requestFor(input, id));
+      } else if (sentId && !this.withdrawn.has(input.id) && input.answeredVia !== sentId) {
+        this.withdrawn.add(input.id);
+        this.ctx.send(withdrawalFor(input, sentId));
+      }
+    }
+  }
+}
+
+/** Questions outlive requests; they need a task to belong to. */
+async function askOnlyInTasks(): Promise<never> {
+  throw new ToolProtocolError(ErrorCode.InvalidRequest, 'This tool asks for input and must be called as a task');
 }
 
 function createTaskOrRefuse(ctx: RequestContext, input: Parameters<TaskEngine['createTask']>[0]) {
@@ -129,7 +167,9 @@ const methods: Record<string, { handler: MethodHandler; needsTasks?: boolean }> 
         let row = ctx.engine.getTask(taskId, ctx.userId);
         if (!isTerminal(row.status)) {
           ctx.openStream();
-          row = await ctx.engine.waitForTerminal(taskId, ctx.userId, ctx.signal);
+          const relay = new QuestionRelay(ctx, taskId);
+          row = await ctx.engine.waitForTerminal(taskId, ctx.userId, ctx.signal, () => relay.sync());
+          relay.sync();
         }
         return taskResultPayload(row);
       } catch (error) {

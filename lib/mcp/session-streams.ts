@@ -1,5 +1,9 @@
+import { getTaskById } from '@/db/queries/tasks';
+import type { TaskInputRow } from '@/lib/tasks/inputs';
+import { canReceive, getStreamCopy, inputRequestId, requestFor, withdrawalFor } from './input-requests';
 import {
   appendSessionMessage,
+  getMcpSessionById,
   getLastSessionMessageId,
   listSessionMessagesAfter,
 } from '@/db/queries/sessions';
@@ -65,6 +69,19 @@ export class SessionStreams {
     return stream;
   }
 
+  /**
+   * Every question also goes to the GET stream of the session that started the task: clients that only
+   * poll tasks/get while a task waits are asked there. A copy answered elsewhere is withdrawn.
+   */
+  private relayQuestion(input: TaskInputRow): void {
+    const sessionId = getTaskById(input.taskId)?.sessionId;
+    const session = sessionId ? getMcpSessionById(sessionId) : undefined;
+    if (!session || !canReceive(session, input.kind)) return;
+    const id = inputRequestId(input.id, getStreamCopy);
+    if (input.status === 'pending') this.deliver(session.id, requestFor(input, id));
+    else if (input.answeredVia !== id) this.deliver(session.id, withdrawalFor(input, id));
+  }
+
   close(sessionId: string): void {
     this.open_.get(sessionId)?.close();
   }
@@ -77,6 +94,7 @@ export class SessionStreams {
 
   /** Turns task events into the notifications the session that started the task receives. */
   notifyTaskEvents(event: BusEvent): void {
+    if (event.type === 'input-changed') this.relayQuestion(event.input);
     if (event.type === 'task-changed' && event.transition && event.task.sessionId) {
       this.deliver(event.task.sessionId, { jsonrpc: '2.0', method: 'notifications/tasks/status', params: toTask(event.task) });
     }

@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import type { TaskInputRow } from '@/db/queries/inputs';
 import type { TaskRow } from '@/db/queries/tasks';
 
 /**
@@ -14,20 +15,30 @@ export type BusEvent =
   | { type: 'task-changed'; task: TaskRow; transition: boolean }
   | { type: 'task-progress'; task: TaskRow; progress: number; total?: number; message?: string }
   | { type: 'task-deleted'; taskId: string; userId: string }
+  | { type: 'input-changed'; input: TaskInputRow }
   | { type: 'session-message'; sessionId: string; messageId: number };
 
 export const topics = {
   allTasks: 'tasks',
   task: (taskId: string) => `task:${taskId}`,
+  input: (inputId: string) => `input:${inputId}`,
   user: (userId: string) => `user:${userId}`,
   session: (sessionId: string) => `session:${sessionId}`,
 };
 
 export type TaskBusEvent = Exclude<BusEvent, { type: 'session-message' }>;
 
+/** The task and user an event is about. */
+export function ownerOf(event: TaskBusEvent): { taskId: string; userId: string } {
+  if (event.type === 'task-deleted') return { taskId: event.taskId, userId: event.userId };
+  if (event.type === 'input-changed') return { taskId: event.input.taskId, userId: event.input.userId };
+  return { taskId: event.task.id, userId: event.task.userId };
+}
+
 /** A task event goes to the task's waiters, its owner's dashboards and the session notifier. */
 export function publishTaskEvent(bus: EventBus, event: TaskBusEvent): void {
-  const [taskId, userId] = event.type === 'task-deleted' ? [event.taskId, event.userId] : [event.task.id, event.task.userId];
+  const { taskId, userId } = ownerOf(event);
+  if (event.type === 'input-changed') bus.publish(topics.input(event.input.id), event);
   bus.publish(topics.task(taskId), event);
   bus.publish(topics.user(userId), event);
   bus.publish(topics.allTasks, event);

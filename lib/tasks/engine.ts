@@ -15,10 +15,19 @@ import {
   type TaskFilter,
   type TaskRow,
 } from '@/db/queries/tasks';
-import { executeTool, type CallToolResult, type ToolContext, type ToolDefinition } from '@/lib/tools/define';
+import {
+  executeTool,
+  ToolProtocolError,
+  type CallToolResult,
+  type ElicitAnswer,
+  type ToolContext,
+  type ToolDefinition,
+} from '@/lib/tools/define';
 import { findTool } from '@/lib/tools';
 import { publishTaskEvent, topics, type EventBus } from './bus';
 import { decodeCursor, encodeCursor } from './cursor';
+import { describeFields } from './elicitation';
+import { TaskInputs } from './inputs';
 import { activeStatuses, isTerminal, statusesLeadingTo, type TaskStatus } from './states';
 
 export type { TaskEventRow, TaskFilter, TaskRow };
@@ -73,11 +82,14 @@ const restartMessage = 'The server restarted before this task finished, and this
  */
 export class TaskEngine {
   private readonly running = new Map<string, AbortController>();
+  readonly inputs: TaskInputs;
 
   constructor(
     private readonly config: EngineConfig,
     readonly bus: EventBus,
-  ) {}
+  ) {
+    this.inputs = new TaskInputs(bus);
+  }
 
   /** Commits the task, starts its work, and returns the committed row. */
   createTask(input: NewTask): TaskRow {
@@ -172,11 +184,15 @@ export class TaskEngine {
     }
     this.running.get(taskId)?.abort(new Error('Task cancelled'));
     this.announce(cancelled, true);
+    this.inputs.withdrawAll(taskId);
     return cancelled;
   }
 
-  /** Resolves with the task once it is terminal; woken by the bus, never by a polling loop. */
-  async waitForTerminal(taskId: string, userId: string, signal?: AbortSignal): Promise<TaskRow> {
+  /**
+   * Resolves with the task once it is terminal; woken by the bus, never by a polling loop. `onWake` sees
+   * the task at the start and after every change until then (its questions, say).
+   */
+  async waitForTerminal(taskId: string, userId: string, signal?: AbortSignal, onWake?: (task: TaskRow) => void): Promise<TaskRow> {
     let changed = false;
     let wake = () => {};
     const unsubscribe = this.bus.subscribe(topics.task(taskId), () => {
@@ -188,6 +204,7 @@ export class TaskEngine {
         changed = false;
         const row = this.getTask(taskId, userId);
         if (isTerminal(row.status)) return row;
+        onWake?.(row);
         if (changed) continue;
         await new Promise<void>((resolve, reject) => {
           if (signal?.aborted) return reject(signal.reason);
@@ -208,12 +225,13 @@ export class TaskEngine {
   recoverInterruptedTasks(): { resumed: number; failed: number } {
     let resumed = 0;
     let failed = 0;
-    for (const row of listTasksByStatus(['working'])) {
+    for (const row of listTasksByStatus(activeStatuses)) {
       if (this.running.has(row.id)) continue;
       const tool = findTool(row.toolName);
       if (tool?.resumable) {
         incrementTaskAttempt(row.id);
-        const updated = updateTaskProgress(row.id, { statusMessage: 'Resumed after a server restart.' });
+        // A task waiting for input keeps its question (and status); the tool finds it again by key.
+        const updated = row.status === 'working' ? updateTaskProgress(row.id, { statusMessage: 'Resumed after a server restart.' }) : row;
         if (updated) {
           this.announce(updated, false);
           this.run(updated, tool, { progress: updated.progress });
@@ -230,6 +248,7 @@ export class TaskEngine {
       });
       if (ended) {
         this.announce(ended, true);
+        this.inputs.withdrawAll(row.id);
         failed += 1;
       }
     }
@@ -268,6 +287,20 @@ export class TaskEngine {
         const updated = updateTaskProgress(row.id, { statusMessage: message });
         if (updated) this.announce(updated, false);
       },
+      elicit: async (request, { key }) => {
+        const fields = describeFields(request.requestedSchema);
+        if (!fields.ok) throw new ToolProtocolError(-32602, `Invalid elicitation: ${fields.message}`);
+        const answered = await this.inputs.ask(row, 'elicitation', key, { ...request }, controller.signal);
+        return {
+          ...(answered.response as unknown as Pick<ElicitAnswer, 'action' | 'content'>),
+          answeredBy: answered.answeredBy === 'dashboard' ? 'dashboard' : 'client',
+          answeredByLabel: answered.answeredByLabel,
+        };
+      },
+      createMessage: async (request, { key }) => {
+        const answered = await this.inputs.ask(row, 'sampling', key, request, controller.signal);
+        return answered.response ?? {};
+      },
     };
     void executeTool(tool, row.arguments, ctx)
       .then((outcome) => {
@@ -301,7 +334,10 @@ export class TaskEngine {
       ...(result ? { result: result as unknown as Record<string, unknown> } : {}),
       ...(error ? { error } : {}),
     });
-    if (ended) this.announce(ended, true);
+    if (ended) {
+      this.announce(ended, true);
+      this.inputs.withdrawAll(taskId);
+    }
   }
 
   private announce(row: TaskRow, transition: boolean): void {

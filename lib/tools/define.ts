@@ -20,8 +20,28 @@ export interface ToolContext {
   status(message: string): void;
   /** The task id when running as a task. */
   taskId?: string;
+  /**
+   * Asks the person behind the task a question (form-mode elicitation) and waits for the answer, from
+   * their MCP client or the dashboard, whichever comes first. The key names the question within the
+   * task: a tool that runs again after a restart gets the earlier answer instead of asking twice.
+   */
+  elicit(request: ElicitRequest, options: { key: string }): Promise<ElicitAnswer>;
+  /** Asks the client's model for a completion (sampling/createMessage); keyed like elicit. */
+  createMessage(request: Record<string, unknown>, options: { key: string }): Promise<Record<string, unknown>>;
   /** Set when a resumable task runs again after a restart: where it had got to. */
   resumedFrom?: { progress: number | null };
+}
+
+export interface ElicitRequest {
+  message: string;
+  requestedSchema: { type: 'object'; properties: Record<string, unknown>; required?: string[] };
+}
+
+export interface ElicitAnswer {
+  action: 'accept' | 'decline' | 'cancel';
+  content?: Record<string, string | number | boolean | string[]>;
+  answeredBy: 'client' | 'dashboard';
+  answeredByLabel: string | null;
 }
 
 export interface ToolDefinition<Schema extends z.ZodObject = z.ZodObject> {

@@ -13,6 +13,7 @@ export class SseReader {
   private buffer = '';
   private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
   private readonly decoder = new TextDecoder();
+  private pending?: Promise<ReadableStreamReadResult<Uint8Array>>;
 
   constructor(readonly response: Response) {
     this.reader = response.body!.getReader();
@@ -41,12 +42,15 @@ export class SseReader {
       const remaining = deadline - Date.now();
       if (remaining <= 0) throw new Error('timed out waiting for an SSE event');
       let timer: NodeJS.Timeout | undefined;
+      // A read that outlives a timeout is kept for the next call, so no chunk is ever lost.
+      this.pending ??= this.reader.read();
       const chunk = await Promise.race([
-        this.reader.read(),
+        this.pending,
         new Promise<never>((_, reject) => {
           timer = setTimeout(() => reject(new Error('timed out waiting for an SSE event')), remaining);
         }),
       ]).finally(() => clearTimeout(timer));
+      this.pending = undefined;
       if (chunk.done) return null;
       this.buffer += this.decoder.decode(chunk.value, { stream: true }).replace(/\r\n/g, '\n');
     }

@@ -1,7 +1,7 @@
 import { getCurrentUser } from '@/lib/auth/session';
 import { SseStream } from '@/lib/mcp/sse';
 import { getRuntime } from '@/lib/runtime';
-import { topics } from '@/lib/tasks/bus';
+import { ownerOf, topics } from '@/lib/tasks/bus';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
@@ -14,7 +14,7 @@ export async function GET(request: Request) {
   const stream = new SseStream();
   const unsubscribe = getRuntime().engine.bus.subscribe(topics.user(user.id), (event) => {
     if (event.type === 'session-message') return;
-    const taskId = event.type === 'task-deleted' ? event.taskId : event.task.id;
+    const { taskId } = ownerOf(event);
     if (onlyTaskId && taskId !== onlyTaskId) return;
     stream.send({ type: event.type, taskId });
   });

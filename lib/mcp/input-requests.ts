@@ -1,0 +1,61 @@
+import type { McpSession } from '@/db/queries/sessions';
+import type { TaskInputRow } from '@/lib/tasks/inputs';
+import { relatedTaskMeta } from './task-messages';
+
+/**
+ * Server-to-client requests for a task's questions. Each copy of a question (one on the session's GET
+ * stream, one on each tasks/result stream) has its own JSON-RPC id, `input:<inputId>:<copy>`, so the
+ * answer names the question it answers and every other copy can be withdrawn.
+ */
+const idPattern = /^input:([0-9a-f-]{36}):([A-Za-z0-9_-]+)$/;
+
+export const getStreamCopy = 'g';
+
+export function inputRequestId(inputId: string, copy: string): string {
+  return `input:${inputId}:${copy}`;
+}
+
+export function parseInputRequestId(id: unknown): { inputId: string; copy: string } | null {
+  const match = typeof id === 'string' ? idPattern.exec(id) : null;
+  return match ? { inputId: match[1], copy: match[2] } : null;
+}
+
+type Capabilities = Record<string, unknown> | null;
+const objectAt = (value: unknown, key: string) =>
+  typeof value === 'object' && value !== null && typeof (value as Record<string, unknown>)[key] === 'object' && (value as Record<string, unknown>)[key] !== null
+    ? ((value as Record<string, unknown>)[key] as Record<string, unknown>)
+    : undefined;
+
+/** Only clients that declared elicitation (form mode) or sampling are sent such requests. */
+export function canReceive(session: Pick<McpSession, 'clientCapabilities'>, kind: TaskInputRow['kind']): boolean {
+  const capabilities = session.clientCapabilities as Capabilities;
+  if (kind === 'sampling') return objectAt(capabilities, 'sampling') !== undefined;
+  const elicitation = objectAt(capabilities, 'elicitation');
+  if (!elicitation) return false;
+  // `elicitation: {}` means form mode; a client that lists modes must list form.
+  return Object.keys(elicitation).length === 0 || objectAt(elicitation, 'form') !== undefined;
+}
+
+export function requestFor(input: TaskInputRow, id: string) {
+  const method = input.kind === 'sampling' ? 'sampling/createMessage' : 'elicitation/create';
+  const requestMeta = (input.request._meta ?? {}) as Record<string, unknown>;
+  return {
+    jsonrpc: '2.0' as const,
+    id,
+    method,
+    params: { ...input.request, _meta: { ...requestMeta, ...relatedTaskMeta(input.taskId) } },
+  };
+}
+
+/** Withdraws a copy that was not the one answered. */
+export function withdrawalFor(input: TaskInputRow, id: string) {
+  const reason =
+    input.status === 'withdrawn'
+      ? 'The task ended before the question was answered'
+      : `Answered ${input.answeredBy === 'dashboard' ? 'in the dashboard' : 'through another copy of this request'}`;
+  return { jsonrpc: '2.0' as const, method: 'notifications/cancelled', params: { requestId: id, reason } };
+}
+
+export function clientLabel(session: Pick<McpSession, 'clientName' | 'clientVersion'>): string | null {
+  return session.clientName ? `${session.clientName}${session.clientVersion ? ` ${session.clientVersion}` : ''}` : null;
+}

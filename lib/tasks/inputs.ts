@@ -1,0 +1,141 @@
+import {
+  answerTaskInput,
+  countPendingTaskInputsByTaskId,
+  findOrCreateTaskInput,
+  getTaskInputById,
+  listTaskInputsByTaskId,
+  setTaskInputClientTaskId,
+  withdrawPendingTaskInputs,
+  type InputKind,
+  type TaskInputRow,
+} from '@/db/queries/inputs';
+import { transitionTask, type TaskRow } from '@/db/queries/tasks';
+import { inTransaction } from '@/db/queries/transaction';
+import { publishTaskEvent, topics, type EventBus } from './bus';
+import { describeFields, validateElicitResponse } from './elicitation';
+
+export type { TaskInputRow };
+export type AnsweredBy = 'client' | 'dashboard';
+
+export type AnswerOutcome =
+  | { ok: true; input: TaskInputRow }
+  | { ok: false; reason: 'not_found' | 'closed' | 'invalid'; message: string; fieldErrors?: Record<string, string>; input?: TaskInputRow };
+
+/**
+ * Questions tasks ask people (and model calls they ask clients for). The database decides which answer
+ * is first; every change is published so the streams and dashboards that show a question can withdraw it.
+ */
+export class TaskInputs {
+  constructor(private readonly bus: EventBus) {}
+
+  /**
+   * Asks once per key: stores the question and moves the task to input_required, or finds the earlier
+   * question (and its answer) when the tool runs again after a restart. Resolves with the answered row.
+   */
+  async ask(task: TaskRow, kind: InputKind, key: string, request: Record<string, unknown>, signal: AbortSignal): Promise<TaskInputRow> {
+    const statusMessage =
+      kind === 'elicitation' ? `Waiting for input: ${String(request.message ?? 'a question')}` : "Waiting for the client's model to answer";
+    const { input, created, moved } = inTransaction(() => {
+      const found = findOrCreateTaskInput({ taskId: task.id, userId: task.userId, key, kind, request });
+      const movedTask = found.created
+        ? transitionTask(task.id, { from: ['working'], to: 'input_required', statusMessage, actor: 'system' })
+        : undefined;
+      return { ...found, moved: movedTask };
+    });
+    if (moved) publishTaskEvent(this.bus, { type: 'task-changed', task: moved, transition: true });
+    if (created) this.publish(input);
+    return this.waitForAnswer(input.id, signal);
+  }
+
+  /** Takes an answer if the question is still open; validates it against the question first. */
+  answer(inputId: string, userId: string, raw: unknown, by: AnsweredBy, label: string | null, via: string | null = null): AnswerOutcome {
+    const input = getTaskInputById(inputId);
+    if (!input || input.userId !== userId) return { ok: false, reason: 'not_found', message: 'No such question' };
+    if (input.status !== 'pending') return { ok: false, reason: 'closed', message: closedMessage(input), input };
+    const checked = checkResponse(input, raw);
+    if (!checked.ok) return { ok: false, reason: 'invalid', message: checked.message, fieldErrors: checked.fieldErrors, input };
+    const { answered, resumed } = inTransaction(() => {
+      const done = answerTaskInput(inputId, { response: checked.response, answeredBy: by, answeredByLabel: label, answeredVia: via });
+      const back =
+        done && countPendingTaskInputsByTaskId(input.taskId) === 0
+          ? transitionTask(input.taskId, { from: ['input_required'], to: 'working', statusMessage: 'Input received; working.', actor: by })
+          : undefined;
+      return { answered: done, resumed: back };
+    });
+    if (!answered) {
+      const now = getTaskInputById(inputId) ?? input;
+      return { ok: false, reason: 'closed', message: closedMessage(now), input: now };
+    }
+    if (resumed) publishTaskEvent(this.bus, { type: 'task-changed', task: resumed, transition: true });
+    this.publish(answered);
+    return { ok: true, input: answered };
+  }
+
+  listForTask(taskId: string): TaskInputRow[] {
+    return listTaskInputsByTaskId(taskId);
+  }
+
+  rememberClientTask(inputId: string, clientTaskId: string): void {
+    setTaskInputClientTaskId(inputId, clientTaskId);
+  }
+
+  /** Closes the open questions of a task that has ended. */
+  withdrawAll(taskId: string): void {
+    for (const input of withdrawPendingTaskInputs(taskId)) this.publish(input);
+  }
+
+  private publish(input: TaskInputRow): void {
+    publishTaskEvent(this.bus, { type: 'input-changed', input });
+  }
+
+  private async waitForAnswer(inputId: string, signal: AbortSignal): Promise<TaskInputRow> {
+    let wake = () => {};
+    let changed = false;
+    const unsubscribe = this.bus.subscribe(topics.input(inputId), () => {
+      changed = true;
+      wake();
+    });
+    try {
+      for (;;) {
+        changed = false;
+        signal.throwIfAborted();
+        const input = getTaskInputById(inputId);
+        if (!input || input.status === 'withdrawn') throw new DOMException('The question was withdrawn', 'AbortError');
+        if (input.status === 'answered') return input;
+        if (changed) continue;
+        await new Promise<void>((resolve, reject) => {
+          const onAbort = () => reject(signal.reason);
+          signal.addEventListener('abort', onAbort, { once: true });
+          wake = () => {
+            signal.removeEventListener('abort', onAbort);
+            resolve();
+          };
+        });
+      }
+    } finally {
+      unsubscribe();
+    }
+  }
+}
+
+function closedMessage(input: TaskInputRow): string {
+  if (input.status === 'answered') {
+    const who = input.answeredBy === 'dashboard' ? 'in the dashboard' : 'by the MCP client';
+    return `This question was already answered ${who}${input.answeredByLabel ? ` (${input.answeredByLabel})` : ''}`;
+  }
+  return 'This question was withdrawn: its task has ended';
+}
+
+function checkResponse(input: TaskInputRow, raw: unknown) {
+  if (input.kind === 'sampling') {
+    const result = raw as Record<string, unknown> | null;
+    const valid = result && typeof result === 'object' && typeof result.role === 'string' && result.content && typeof result.model === 'string';
+    return valid
+      ? { ok: true as const, response: result as Record<string, unknown> }
+      : { ok: false as const, message: 'A sampling result needs role, content and model', fieldErrors: {} };
+  }
+  const fields = describeFields(input.request.requestedSchema);
+  if (!fields.ok) return { ok: false as const, message: fields.message, fieldErrors: {} };
+  const checked = validateElicitResponse(fields.fields, raw);
+  return checked.ok ? { ok: true as const, response: checked.response as unknown as Record<string, unknown> } : checked;
+}

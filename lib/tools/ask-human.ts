@@ -1,0 +1,44 @@
+import { z } from 'zod';
+import { defineTool, textResult, type ElicitRequest } from './define';
+
+export const askHumanTool = defineTool({
+  name: 'ask_human',
+  title: 'Ask a human',
+  description:
+    'Asks the person behind this task a question and waits for the answer, given in their MCP client or in the ' +
+    'dashboard. With choices, they pick one; with fields (an elicitation schema\u2019s properties), they fill a form. ' +
+    'Must be called as a task.',
+  inputSchema: z.object({
+    question: z.string().min(1).describe('The question to ask.'),
+    choices: z.array(z.string().min(1)).min(1).optional().describe('Possible answers to choose from.'),
+    fields: z
+      .record(z.string(), z.record(z.string(), z.unknown()))
+      .optional()
+      .describe('Form fields: an object of elicitation property schemas (string, number, integer, boolean, enum, multi-select); all required.'),
+  }),
+  taskSupport: 'required',
+  resumable: true,
+  async run({ question, choices, fields }, ctx) {
+    const answer = await ctx.elicit(questionFor(question, choices, fields), { key: 'answer' });
+    const who = answer.answeredBy === 'dashboard' ? 'in the dashboard' : 'in the MCP client';
+    const structuredContent = { action: answer.action, answeredBy: answer.answeredBy, ...(answer.content ? { content: answer.content } : {}) };
+    if (answer.action === 'decline') return { ...textResult(`The person declined to answer (${who}).`), structuredContent };
+    if (answer.action === 'cancel') return { ...textResult(`The person dismissed the question without answering (${who}).`), structuredContent };
+    const content = answer.content ?? {};
+    const text =
+      fields === undefined
+        ? `Answer (given ${who}): ${String(content.answer)}`
+        : `Answers (given ${who}):\n${Object.entries(content)
+            .map(([name, value]) => `${name}: ${Array.isArray(value) ? value.join(', ') : String(value)}`)
+            .join('\n')}`;
+    return { ...textResult(text), structuredContent };
+  },
+});
+
+function questionFor(question: string, choices?: string[], fields?: Record<string, Record<string, unknown>>): ElicitRequest {
+  if (fields) {
+    return { message: question, requestedSchema: { type: 'object', properties: fields, required: Object.keys(fields) } };
+  }
+  const answer = choices ? { type: 'string', title: 'Answer', enum: choices } : { type: 'string', title: 'Answer', minLength: 1 };
+  return { message: question, requestedSchema: { type: 'object', properties: { answer }, required: ['answer'] } };
+}

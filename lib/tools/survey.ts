@@ -1,0 +1,40 @@
+import { z } from 'zod';
+import { defineTool, textResult } from './define';
+
+export const surveyTool = defineTool({
+  name: 'survey',
+  title: 'Survey',
+  description:
+    'Asks several questions at once, each answered on its own (in the MCP client or the dashboard), and returns ' +
+    'every answer when all are in. Must be called as a task.',
+  inputSchema: z.object({
+    questions: z.array(z.string().min(1)).min(1).max(10).describe('The questions, each answered separately.'),
+  }),
+  taskSupport: 'required',
+  resumable: true,
+  async run({ questions }, ctx) {
+    const answers = await Promise.all(
+      questions.map((question, index) =>
+        ctx.elicit(
+          { message: question, requestedSchema: { type: 'object', properties: { answer: { type: 'string', title: 'Answer' } }, required: ['answer'] } },
+          { key: `question-${index + 1}` },
+        ),
+      ),
+    );
+    const lines = answers.map((answer, index) => {
+      const reply = answer.action === 'accept' ? String(answer.content?.answer) : `(${answer.action === 'decline' ? 'declined' : 'dismissed'})`;
+      return `${index + 1}. ${questions[index]} ${reply}`;
+    });
+    return {
+      ...textResult(lines.join('\n')),
+      structuredContent: {
+        answers: answers.map((answer, index) => ({
+          question: questions[index],
+          action: answer.action,
+          answer: answer.content?.answer ?? null,
+          answeredBy: answer.answeredBy,
+        })),
+      },
+    };
+  },
+});

@@ -1,0 +1,275 @@
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectSdkClient, RawMcp, sleep, SseReader } from '../helpers/mcp';
+import { createToken, startServer, type TestServer } from '../helpers/server';
+
+let server: TestServer;
+let token: string;
+
+beforeAll(async () => {
+  server = await startServer({ TASK_POLL_INTERVAL_MS: '200' });
+  token = createToken(server, 'ada@example.com');
+});
+
+afterAll(async () => {
+  await server?.stop();
+});
+
+const elicitCapable = { elicitation: { form: {} } };
+
+async function elicitingClient(answer: (params: any) => Record<string, unknown>) {
+  const sdk = await connectSdkClient(server.mcpUrl, token, { capabilities: elicitCapable });
+  const asked: any[] = [];
+  sdk.client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    asked.push(request.params);
+    return answer(request.params) as any;
+  });
+  return { ...sdk, asked };
+}
+
+async function runToEnd(client: any, args: Record<string, unknown>) {
+  const messages: any[] = [];
+  for await (const message of client.experimental.tasks.callToolStream({ name: 'ask_human', arguments: args }, CallToolResultSchema, { task: {} })) {
+    messages.push(message);
+  }
+  return messages;
+}
+
+describe('ask_human with the official SDK client', () => {
+  it('is answered by the client through tasks/result', async () => {
+    const { client, asked, close } = await elicitingClient(() => ({ action: 'accept', content: { answer: 'blue' } }));
+    try {
+      const messages = await runToEnd(client, { question: 'Favourite colour?', choices: ['red', 'blue'] });
+      const taskId = messages[0].task.taskId;
+      expect(messages.map((message) => message.type)).toContain('taskStatus');
+      const result = messages.at(-1);
+      expect(result.type).toBe('result');
+      expect(result.result.content[0].text).toBe('Answer (given in the MCP client): blue');
+      expect(result.result.structuredContent).toEqual({ action: 'accept', answeredBy: 'client', content: { answer: 'blue' } });
+      expect(asked).toHaveLength(1);
+      expect(asked[0].message).toBe('Favourite colour?');
+      expect(asked[0].requestedSchema.properties.answer.enum).toEqual(['red', 'blue']);
+      expect(asked[0]._meta['io.modelcontextprotocol/related-task']).toEqual({ taskId });
+      const statuses = server.db().prepare('SELECT to_status FROM task_events WHERE task_id = ? ORDER BY id').all(taskId);
+      expect(statuses).toEqual([{ to_status: 'working' }, { to_status: 'input_required' }, { to_status: 'working' }, { to_status: 'completed' }]);
+    } finally {
+      await close();
+    }
+  });
+
+  it.each([
+    ['decline', 'The person declined to answer (in the MCP client).'],
+    ['cancel', 'The person dismissed the question without answering (in the MCP client).'],
+  ])('ends with a result that says the person chose %s', async (action, text) => {
+    const { client, close } = await elicitingClient(() => ({ action }));
+    try {
+      const messages = await runToEnd(client, { question: 'Proceed?' });
+      expect(messages.at(-1).result.content[0].text).toBe(text);
+      expect(messages.at(-1).result.structuredContent).toEqual({ action, answeredBy: 'client' });
+    } finally {
+      await close();
+    }
+  });
+});
+
+async function rawSession(capabilities: Record<string, unknown> = elicitCapable): Promise<RawMcp> {
+  const mcp = new RawMcp(server.mcpUrl, token);
+  await mcp.initialize('2025-11-25', capabilities);
+  return mcp;
+}
+
+async function startTool(mcp: RawMcp, name: string, args: Record<string, unknown>) {
+  const result = await mcp.call('tools/call', { name, arguments: args, task: {} });
+  return result.task.taskId as string;
+}
+
+let resultCalls = 1000;
+/** Calls tasks/result and returns the open SSE stream it answers with. */
+async function resultStream(mcp: RawMcp, taskId: string): Promise<{ reader: SseReader; id: number }> {
+  const id = (resultCalls += 1);
+  const response = await mcp.post({ jsonrpc: '2.0', id, method: 'tasks/result', params: { taskId } });
+  expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+  return { reader: new SseReader(response), id };
+}
+
+const answer = (mcp: RawMcp, requestId: string, result: Record<string, unknown>) => mcp.post({ jsonrpc: '2.0', id: requestId, result });
+
+async function waitForStatus(mcp: RawMcp, taskId: string, status: string) {
+  await expect.poll(async () => (await mcp.call('tasks/get', { taskId })).status, { timeout: 10_000 }).toBe(status);
+}
+
+describe('questions over raw HTTP', () => {
+  it('asks on the tasks/result stream with related-task _meta, takes the answer with 202, then delivers the result there', async () => {
+    const mcp = await rawSession();
+    const taskId = await startTool(mcp, 'ask_human', { question: 'Ship it?' });
+    await waitForStatus(mcp, taskId, 'input_required');
+    const task = await mcp.call('tasks/get', { taskId });
+    expect(task.statusMessage).toBe('Waiting for input: Ship it?');
+
+    const { reader, id } = await resultStream(mcp, taskId);
+    const question = await reader.nextMessage();
+    expect(question).toMatchObject({
+      jsonrpc: '2.0',
+      method: 'elicitation/create',
+      params: { message: 'Ship it?', requestedSchema: { type: 'object', required: ['answer'] }, _meta: { 'io.modelcontextprotocol/related-task': { taskId } } },
+    });
+    expect(question!.id).toMatch(/^input:/);
+    const reply = await answer(mcp, question!.id, { action: 'accept', content: { answer: 'yes' } });
+    expect(reply.status).toBe(202);
+    expect(await reply.text()).toBe('');
+    const final = await reader.nextMessage();
+    expect(final).toMatchObject({ id, result: { content: [{ type: 'text', text: 'Answer (given in the MCP client): yes' }] } });
+    expect(final!.result._meta['io.modelcontextprotocol/related-task']).toEqual({ taskId });
+    expect(await reader.nextMessage()).toBeNull();
+  });
+
+  it('asks again on a new tasks/result stream after a dropped one, once per stream', async () => {
+    const mcp = await rawSession();
+    const taskId = await startTool(mcp, 'survey', { questions: ['First?', 'Second?'] });
+    const first = await resultStream(mcp, taskId);
+    const firstQuestions = [await first.reader.nextMessage(), await first.reader.nextMessage()];
+    expect(firstQuestions.map((message) => message!.params.message).sort()).toEqual(['First?', 'Second?']);
+    await first.reader.close();
+
+    const second = await resultStream(mcp, taskId);
+    const again = [await second.reader.nextMessage(), await second.reader.nextMessage()];
+    expect(again.map((message) => message!.params.message).sort()).toEqual(['First?', 'Second?']);
+    expect(again.map((message) => message!.id)).not.toContain(firstQuestions[0]!.id);
+
+    // Answering one question wakes the stream; the other, still open, is not sent twice.
+    const firstOne = again.find((message) => message!.params.message === 'First?')!;
+    expect((await answer(mcp, firstOne.id, { action: 'accept', content: { answer: 'one' } })).status).toBe(202);
+    await expect(second.reader.nextMessage(800)).rejects.toThrow(/timed out/);
+    expect((await mcp.call('tasks/get', { taskId })).status).toBe('input_required');
+
+    const secondOne = again.find((message) => message!.params.message === 'Second?')!;
+    expect((await answer(mcp, secondOne.id, { action: 'decline' })).status).toBe(202);
+    const final = await second.reader.nextMessage();
+    expect(final!.result.content[0].text).toBe('1. First? one\n2. Second? (declined)');
+  });
+
+  it('refuses an answer that does not fit the question with 400 and keeps the question open', async () => {
+    const mcp = await rawSession();
+    const taskId = await startTool(mcp, 'ask_human', { question: 'Pick', choices: ['a', 'b'] });
+    const { reader } = await resultStream(mcp, taskId);
+    const question = await reader.nextMessage();
+    for (const bad of [{ action: 'accept', content: { answer: 'c' } }, { action: 'accept', content: {} }, { action: 'maybe' }, { action: 'accept', content: { answer: 'a', extra: 1 } }]) {
+      const reply = await answer(mcp, question!.id, bad);
+      expect(reply.status).toBe(400);
+      const body = await reply.json();
+      expect(body.error.code).toBe(-32602);
+      expect(body.error.message).toMatch(/answer|action|extra/);
+    }
+    expect((await mcp.call('tasks/get', { taskId })).status).toBe('input_required');
+    expect((await answer(mcp, question!.id, { action: 'accept', content: { answer: 'b' } })).status).toBe(202);
+    expect((await reader.nextMessage())!.result.structuredContent.content).toEqual({ answer: 'b' });
+  });
+
+  it('also asks on the GET stream, where an answer resumes the task with nobody calling tasks/result', async () => {
+    const mcp = await rawSession();
+    const stream = await mcp.openGetStream();
+    await stream.next();
+    const taskId = await startTool(mcp, 'ask_human', { question: 'From the GET stream?' });
+    let question;
+    do question = await stream.nextMessage();
+    while (question?.method !== 'elicitation/create');
+    expect(question.params._meta['io.modelcontextprotocol/related-task']).toEqual({ taskId });
+    expect((await answer(mcp, question.id, { action: 'accept', content: { answer: 'here' } })).status).toBe(202);
+    await waitForStatus(mcp, taskId, 'completed');
+    expect((await mcp.call('tasks/result', { taskId })).content[0].text).toBe('Answer (given in the MCP client): here');
+    await stream.close();
+  });
+
+  it('withdraws the other copies of an answered question and ignores their late answers', async () => {
+    const mcp = await rawSession();
+    const stream = await mcp.openGetStream();
+    await stream.next();
+    const taskId = await startTool(mcp, 'ask_human', { question: 'Which copy?' });
+    let getCopy;
+    do getCopy = await stream.nextMessage();
+    while (getCopy?.method !== 'elicitation/create');
+    const { reader, id } = await resultStream(mcp, taskId);
+    const resultCopy = await reader.nextMessage();
+    expect(resultCopy!.id).not.toBe(getCopy.id);
+
+    expect((await answer(mcp, getCopy.id, { action: 'accept', content: { answer: 'get' } })).status).toBe(202);
+    const withdrawal = await reader.nextMessage();
+    expect(withdrawal).toMatchObject({ method: 'notifications/cancelled', params: { requestId: resultCopy!.id } });
+    const final = await reader.nextMessage();
+    expect(final).toMatchObject({ id, result: { structuredContent: { content: { answer: 'get' } } } });
+    expect((await answer(mcp, resultCopy!.id, { action: 'accept', content: { answer: 'late' } })).status).toBe(202);
+    expect((await mcp.call('tasks/result', { taskId })).structuredContent.content).toEqual({ answer: 'get' });
+    await stream.close();
+  });
+
+  it('sends questions only to clients that declared elicitation', async () => {
+    const mcp = await rawSession({});
+    const stream = await mcp.openGetStream();
+    await stream.next();
+    const taskId = await startTool(mcp, 'ask_human', { question: 'Anyone?' });
+    await waitForStatus(mcp, taskId, 'input_required');
+    const { reader } = await resultStream(mcp, taskId);
+    await expect(reader.nextMessage(800)).rejects.toThrow(/timed out/);
+    const onGetStream: string[] = [];
+    await expect(
+      (async () => {
+        for (;;) onGetStream.push(String((await stream.nextMessage(300))?.method));
+      })(),
+    ).rejects.toThrow(/timed out/);
+    expect(onGetStream).toEqual(['notifications/tasks/status']);
+    await mcp.call('tasks/cancel', { taskId });
+    expect((await reader.nextMessage())!.error.message).toMatch(/cancelled/);
+    await stream.close();
+  });
+
+  it('takes exactly one of two answers sent at the same moment, every time', async () => {
+    const mcp = await rawSession();
+    const stream = await mcp.openGetStream();
+    await stream.next();
+    for (let round = 0; round < 12; round += 1) {
+      const taskId = await startTool(mcp, 'ask_human', { question: `Race ${round}` });
+      let getCopy;
+      do getCopy = await stream.nextMessage();
+      while (getCopy?.method !== 'elicitation/create');
+      const { reader } = await resultStream(mcp, taskId);
+      const resultCopy = await reader.nextMessage();
+      const replies = await Promise.all([
+        answer(mcp, getCopy.id, { action: 'accept', content: { answer: 'get' } }),
+        answer(mcp, resultCopy!.id, { action: 'accept', content: { answer: 'result' } }),
+      ]);
+      expect(replies.map((reply) => reply.status)).toEqual([202, 202]);
+      let final;
+      do final = await reader.nextMessage();
+      while (final && !('result' in final));
+      const winner = final!.result.structuredContent.content.answer;
+      expect(['get', 'result']).toContain(winner);
+      const row = server.db().prepare('SELECT status, answered_via, response FROM task_inputs WHERE task_id = ?').get(taskId) as any;
+      expect(row.status).toBe('answered');
+      expect(row.answered_via).toBe(winner === 'get' ? getCopy.id : resultCopy!.id);
+      const resumes = server.db().prepare("SELECT count(*) AS n FROM task_events WHERE task_id = ? AND from_status = 'input_required' AND to_status = 'working'").get(taskId);
+      expect(resumes).toEqual({ n: 1 });
+      expect(server.db().prepare('SELECT attempt FROM tasks WHERE id = ?').get(taskId)).toEqual({ attempt: 1 });
+    }
+    await stream.close();
+  });
+});
+
+describe('a question across a restart', () => {
+  it('stays open, and answering it resumes the tool without asking again', async () => {
+    const mcp = await rawSession();
+    const taskId = await startTool(mcp, 'ask_human', { question: 'Still there?' });
+    await waitForStatus(mcp, taskId, 'input_required');
+    await server.kill9();
+    await server.restart();
+    expect((await mcp.call('tasks/get', { taskId })).status).toBe('input_required');
+    const { reader } = await resultStream(mcp, taskId);
+    const question = await reader.nextMessage();
+    expect(question!.params.message).toBe('Still there?');
+    expect((await answer(mcp, question!.id, { action: 'accept', content: { answer: 'yes' } })).status).toBe(202);
+    const final = await reader.nextMessage();
+    expect(final!.result.content[0].text).toBe('Answer (given in the MCP client): yes');
+    expect(server.db().prepare('SELECT count(*) AS n FROM task_inputs WHERE task_id = ?').get(taskId)).toEqual({ n: 1 });
+    expect(server.db().prepare('SELECT attempt FROM tasks WHERE id = ?').get(taskId)).toEqual({ attempt: 2 });
+  });
+});

@@ -347,7 +347,10 @@ async function benchmarks(server: TestServer): Promise<void> {
   };
 
   // 5. Memory: idle, then with workingTasks delay tasks working, then cancel them all.
-  await sleep(2000);
+  // The idle baseline follows the same burst of requests (tasks that end at once), so that both figures
+  // carry the same request garbage and the difference is what the working tasks hold.
+  await runPool(config.workingTasks, config.concurrency, async (_i, w) => void (await startDelay(clients[w], 0)));
+  await sleep(config.settleMs);
   const idle = await rssOver(pgid, 2000);
   const idleActivity = await activityOver(pgid, 3000);
   const walBefore = size('app.db-wal');
@@ -379,7 +382,7 @@ async function benchmarks(server: TestServer): Promise<void> {
   memory.push(
     ['server processes in the group', String(groupRssKib(pgid).processes)],
     ['RSS after start-up and warm-up', mib(startupRss.totalKib)],
-    ['RSS idle (before the working tasks; median over 2 s)', mib(idle.median)],
+    [`RSS idle (after the same burst of ${config.workingTasks} delay-0 tasks; median over 2 s)`, mib(idle.median)],
     [`RSS with ${stillWorking} working delay tasks (median / max over ${config.cpuWindowMs / 1000} s)`, `${mib(busy.median)} / ${mib(busy.max)}`],
     ['RSS per working task', `${fmt(perTask, 1)} KiB`],
     ['next-server alone: idle / working / per task', `${mib(idle.nextMedian)} / ${mib(busy.nextMedian)} / ${fmt((busy.nextMedian - idle.nextMedian) / Math.max(1, stillWorking), 1)} KiB`],

@@ -49,7 +49,9 @@ function main(): void {
     if (build.status !== 0) process.exit(build.status ?? 1);
   }
 
-  const server = spawn(process.execPath, [nextBin, 'start', '--port', String(env.PORT), '--hostname', env.HOST], {
+  // Idle connections outlive clients' own keep-alive (undici: 4 s), so a client never reuses a socket
+  // the server is just closing.
+  const server = spawn(process.execPath, [nextBin, 'start', '--port', String(env.PORT), '--hostname', env.HOST, '--keepAliveTimeout', '65000'], {
     cwd: root,
     stdio: 'inherit',
     env: process.env,

@@ -119,7 +119,7 @@ function readCmdline(pid: number): string {
 }
 
 /**
- * The process group of the server this process started: the helper spawns it detached, as a direct
+ * The process group of the server this process started: startServer spawns it detached, as a direct
  * child running scripts/start.ts, so its pid is the group id.
  */
 export function findServerGroup(): number {

@@ -1,11 +1,14 @@
 import Link from 'next/link';
 import { SignOutButton } from '@/components/auth/sign-out-button';
+import { LiveRefresh } from '@/components/tasks/live-refresh';
 import { NavLink } from '@/components/ui/nav-link';
+import { countPendingTaskInputsByUserId } from '@/db/queries/inputs';
 import { getCurrentUser } from '@/lib/auth/session';
 
 export default async function DashboardLayout({ children }: { children: React.ReactNode }) {
   // Each page checks the session itself too; this only fills the header.
   const user = await getCurrentUser();
+  const waiting = user ? countPendingTaskInputsByUserId(user.id, 'elicitation') : 0;
   return (
     <div className="min-h-screen bg-zinc-50 dark:bg-zinc-950">
       <header className="border-b border-zinc-200 bg-white dark:border-zinc-800 dark:bg-zinc-900">
@@ -15,11 +18,20 @@ export default async function DashboardLayout({ children }: { children: React.Re
           </Link>
           <nav aria-label="Main" className="order-last flex w-full gap-1 sm:order-none sm:w-auto sm:flex-1">
             <NavLink href="/tasks">Tasks</NavLink>
+            <NavLink href="/inbox">
+              Inbox
+              {waiting > 0 && (
+                <span className="ml-1.5 rounded-full bg-amber-500 px-1.5 py-0.5 text-xs font-semibold text-white" aria-label={`${waiting} waiting`} data-testid="inbox-count">
+                  {waiting}
+                </span>
+              )}
+            </NavLink>
             <NavLink href="/tokens">Tokens</NavLink>
             <NavLink href="/connect">Connect</NavLink>
           </nav>
           {user && (
-            <div className="flex items-center gap-2">
+            <div className="flex items-center gap-3">
+              <LiveRefresh />
               <span className="max-w-48 truncate text-sm text-zinc-600 dark:text-zinc-400" title={user.email}>
                 {user.email}
               </span>

@@ -10,7 +10,7 @@ const pollEveryMs = 2000;
  * Keeps a server-rendered page live: the server pushes task changes over SSE and the page re-renders at
  * most a few times a second. When the stream drops, it polls until the stream is back.
  */
-export function LiveRefresh({ taskId }: { taskId?: string }) {
+export function LiveRefresh() {
   const router = useRouter();
   const [mode, setMode] = useState<'connecting' | 'live' | 'polling'>('connecting');
 
@@ -23,7 +23,7 @@ export function LiveRefresh({ taskId }: { taskId?: string }) {
         router.refresh();
       }, refreshEveryMs);
     };
-    const source = new EventSource(`/api/tasks/events${taskId ? `?taskId=${encodeURIComponent(taskId)}` : ''}`);
+    const source = new EventSource('/api/tasks/events');
     source.onopen = () => {
       setMode('live');
       if (poller) clearInterval(poller);
@@ -42,7 +42,7 @@ export function LiveRefresh({ taskId }: { taskId?: string }) {
       if (poller) clearInterval(poller);
       if (scheduled) clearTimeout(scheduled);
     };
-  }, [router, taskId]);
+  }, [router]);
 
   return (
     <span className="inline-flex items-center gap-1.5 text-xs text-zinc-500 dark:text-zinc-400" data-live-mode={mode}>

@@ -2,10 +2,11 @@ import { askHumanTool } from './ask-human';
 import type { ToolDefinition } from './define';
 import { delayTool } from './delay';
 import { echoTool } from './echo';
+import { summarizeTool } from './summarize';
 import { surveyTool } from './survey';
 
 /** Every tool the server offers. To add one, write lib/tools/<name>.ts with defineTool and list it here. */
-export const tools: readonly ToolDefinition[] = [delayTool, echoTool, askHumanTool, surveyTool] as unknown as ToolDefinition[];
+export const tools: readonly ToolDefinition[] = [delayTool, echoTool, askHumanTool, surveyTool, summarizeTool] as unknown as ToolDefinition[];
 
 export function findTool(name: string): ToolDefinition | undefined {
   return tools.find((tool) => tool.name === name);

@@ -1,5 +1,4 @@
-import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, CreateMessageRequestSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectSdkClient, RawMcp, sleep, SseReader } from '../helpers/mcp';
 import { createToken, startServer, type TestServer } from '../helpers/server';
@@ -98,6 +97,46 @@ const answer = (mcp: RawMcp, requestId: string, result: Record<string, unknown>)
 async function waitForStatus(mcp: RawMcp, taskId: string, status: string) {
   await expect.poll(async () => (await mcp.call('tasks/get', { taskId })).status, { timeout: 10_000 }).toBe(status);
 }
+
+describe('sampling with the official SDK client', () => {
+  it("asks the client's model through sampling/createMessage with related-task _meta", async () => {
+    const sdk = await connectSdkClient(server.mcpUrl, token, { capabilities: { sampling: {} } });
+    const requests: any[] = [];
+    sdk.client.setRequestHandler(CreateMessageRequestSchema, async (request) => {
+      requests.push(request.params);
+      return { role: 'assistant', content: { type: 'text', text: 'A short summary.' }, model: 'test-model' };
+    });
+    try {
+      const messages: any[] = [];
+      for await (const message of sdk.client.experimental.tasks.callToolStream(
+        { name: 'summarize', arguments: { text: 'A long text about tasks.' } },
+        CallToolResultSchema,
+        { task: {} },
+      )) messages.push(message);
+      const taskId = messages[0].task.taskId;
+      expect(messages.at(-1).result.structuredContent).toEqual({ summary: 'A short summary.', model: 'test-model' });
+      expect(requests).toHaveLength(1);
+      expect(requests[0].messages[0].content.text).toContain('A long text about tasks.');
+      expect(requests[0].maxTokens).toBe(300);
+      expect(requests[0]._meta['io.modelcontextprotocol/related-task']).toEqual({ taskId });
+    } finally {
+      await sdk.close();
+    }
+  });
+
+  it('refuses a sampling result without role, content and model', async () => {
+    const mcp = await rawSession({ sampling: {} });
+    const taskId = await startTool(mcp, 'summarize', { text: 'x' });
+    const { reader } = await resultStream(mcp, taskId);
+    const request = await reader.nextMessage();
+    expect(request!.method).toBe('sampling/createMessage');
+    const bad = await answer(mcp, request!.id, { content: { type: 'text', text: 'no role' } });
+    expect(bad.status).toBe(400);
+    expect((await bad.json()).error.message).toMatch(/role, content and model/);
+    expect((await answer(mcp, request!.id, { role: 'assistant', content: { type: 'text', text: 'ok' }, model: 'm' })).status).toBe(202);
+    expect((await reader.nextMessage())!.result.content[0].text).toBe('ok');
+  });
+});
 
 describe('questions over raw HTTP', () => {
   it('asks on the tasks/result stream with related-task _meta, takes the answer with 202, then delivers the result there', async () => {

@@ -1,5 +1,4 @@
 import Link from 'next/link';
-import { LiveRefresh } from '@/components/tasks/live-refresh';
 import { statusLabel } from '@/components/tasks/status-badge';
 import { TaskTable } from '@/components/tasks/task-table';
 import { buttonClass } from '@/components/ui/button';
@@ -56,7 +55,6 @@ export default async function TasksPage({ searchParams }: { searchParams: Promis
             {counts.input_required ? ` · ${counts.input_required} waiting for input` : ''}
           </p>
         </div>
-        <LiveRefresh />
       </div>
 
       <form method="get" action="/tasks" role="search" aria-label="Filter tasks" className="flex flex-wrap items-end gap-3">

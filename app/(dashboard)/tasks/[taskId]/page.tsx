@@ -1,7 +1,7 @@
 import Link from 'next/link';
 import { notFound } from 'next/navigation';
 import { CancelTaskButton } from '@/components/tasks/cancel-task-button';
-import { LiveRefresh } from '@/components/tasks/live-refresh';
+import { QuestionList } from '@/components/inputs/question-list';
 import { ProgressBar } from '@/components/tasks/progress-bar';
 import { JsonBlock, ResultView } from '@/components/tasks/result-view';
 import { StatusBadge } from '@/components/tasks/status-badge';
@@ -21,7 +21,7 @@ function loadTask(taskId: string, userId: string) {
   if (!uuidPattern.test(taskId)) notFound();
   const { engine } = getRuntime();
   try {
-    return { task: engine.getTask(taskId, userId), events: engine.getTimeline(taskId, userId) };
+    return { task: engine.getTask(taskId, userId), events: engine.getTimeline(taskId, userId), inputs: engine.inputs.listForTask(taskId) };
   } catch (error) {
     // Unknown, expired and other users' tasks all look the same from here.
     if (isTaskError(error)) notFound();
@@ -37,7 +37,7 @@ export async function generateMetadata({ params }: { params: Promise<{ taskId: s
 export default async function TaskPage({ params }: { params: Promise<{ taskId: string }> }) {
   const { taskId } = await params;
   const user = await requireUser(`/tasks/${encodeURIComponent(taskId)}`);
-  const { task, events } = loadTask(taskId, user.id);
+  const { task, events, inputs } = loadTask(taskId, user.id);
   const terminal = isTerminal(task.status);
   const hours = task.ttlMs / 3_600_000;
 
@@ -62,17 +62,23 @@ export default async function TaskPage({ params }: { params: Promise<{ taskId: s
           )}
         </div>
         <div className="flex flex-col items-end gap-3">
-          <LiveRefresh taskId={task.id} />
           {!terminal && <CancelTaskButton taskId={task.id} />}
         </div>
       </div>
 
       <div className="grid gap-6 lg:grid-cols-3">
         <div className="space-y-6 lg:col-span-2">
-          <Card title="Progress">
-            <ProgressBar progress={task.progress} total={task.progressTotal} label="Task progress" />
-            {task.progressMessage && <p className="mt-2 text-sm text-zinc-600 dark:text-zinc-400">{task.progressMessage}</p>}
-          </Card>
+          {inputs.length > 0 && (
+            <Card title={inputs.some((input) => input.status === 'pending') ? 'Waiting for you' : 'Questions'}>
+              <QuestionList inputs={inputs} />
+            </Card>
+          )}
+          {task.progress !== null && (
+            <Card title="Progress">
+              <ProgressBar progress={task.progress} total={task.progressTotal} label="Task progress" />
+              {task.progressMessage && <p className="mt-2 text-sm text-zinc-600 dark:text-zinc-400">{task.progressMessage}</p>}
+            </Card>
+          )}
           <Card title="Result">
             {terminal || task.result ? (
               <ResultView result={task.result} error={task.status === 'cancelled' && !task.result ? null : task.error} />

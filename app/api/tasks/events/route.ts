@@ -10,13 +10,10 @@ export const dynamic = 'force-dynamic';
 export async function GET(request: Request) {
   const user = await getCurrentUser();
   if (!user) return Response.json({ error: 'Sign in to watch tasks.' }, { status: 401 });
-  const onlyTaskId = new URL(request.url).searchParams.get('taskId');
   const stream = new SseStream();
   const unsubscribe = getRuntime().engine.bus.subscribe(topics.user(user.id), (event) => {
     if (event.type === 'session-message') return;
-    const { taskId } = ownerOf(event);
-    if (onlyTaskId && taskId !== onlyTaskId) return;
-    stream.send({ type: event.type, taskId });
+    stream.send({ type: event.type, taskId: ownerOf(event).taskId });
   });
   stream.signal.addEventListener('abort', unsubscribe, { once: true });
   request.signal.addEventListener('abort', () => stream.close(), { once: true });

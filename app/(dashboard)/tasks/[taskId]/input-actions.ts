@@ -1,0 +1,38 @@
+'use server';
+
+import { revalidatePath } from 'next/cache';
+import { getTaskInputById } from '@/db/queries/inputs';
+import { getCurrentUser } from '@/lib/auth/session';
+import { getRuntime } from '@/lib/runtime';
+import { contentFromForm, describeFields } from '@/lib/tasks/elicitation';
+
+export type AnswerState = {
+  ok: boolean;
+  message?: string;
+  fieldErrors?: Record<string, string>;
+  /** What was typed, so that a refused answer does not wipe the form. */
+  values?: Record<string, string | string[] | boolean>;
+};
+
+/** Answers a task's question from the dashboard: validated against its schema, first answer wins. */
+export async function answerQuestionAction(inputId: string, _previous: AnswerState, form: FormData): Promise<AnswerState> {
+  const user = await getCurrentUser();
+  if (!user) return { ok: false, message: 'Your session has expired. Sign in again to answer.' };
+  const input = getTaskInputById(inputId);
+  if (!input || input.userId !== user.id || input.kind !== 'elicitation') return { ok: false, message: 'This question no longer exists.' };
+  const fields = describeFields(input.request.requestedSchema);
+  if (!fields.ok) return { ok: false, message: `This question cannot be answered here: ${fields.message}` };
+  const intent = String(form.get('intent') ?? 'accept');
+  const action = intent === 'decline' || intent === 'cancel' ? intent : 'accept';
+  const response = action === 'accept' ? { action, content: contentFromForm(fields.fields, form) } : { action };
+  const outcome = getRuntime().engine.inputs.answer(inputId, user.id, response, 'dashboard', user.email);
+  revalidatePath(`/tasks/${input.taskId}`);
+  if (outcome.ok) return { ok: true };
+  const values = Object.fromEntries(
+    fields.fields.map((field) => [
+      field.name,
+      field.kind === 'multiselect' ? form.getAll(field.name).map(String) : field.kind === 'boolean' ? form.get(field.name) === 'on' : String(form.get(field.name) ?? ''),
+    ]),
+  );
+  return { ok: false, message: outcome.message, fieldErrors: outcome.fieldErrors, values };
+}

@@ -10,7 +10,11 @@ export type Db = BetterSQLite3Database<typeof schema> & { $client: Database.Data
 
 const migrationsFolder = path.join(process.cwd(), 'drizzle');
 
-/** Opens (creating the folder and file when needed) and migrates a database file. */
+/**
+ * Opens (creating the folder and file when needed) and migrates a database file. Queries read
+ * RETURNING rows with .all(), never .get(): a statement left unfinished by .get() keeps SQLite from
+ * checkpointing, and the WAL then grows with every progress update.
+ */
 export function openDatabase(databasePath: string): Db {
   if (databasePath !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(databasePath)), { recursive: true });
   const sqlite = new Database(databasePath);
@@ -18,6 +22,8 @@ export function openDatabase(databasePath: string): Db {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
+  // After a checkpoint the WAL shrinks back to this size instead of staying at its largest.
+  sqlite.pragma('journal_size_limit = 67108864');
   const db = drizzle(sqlite, { schema });
   migrate(db, { migrationsFolder });
   return db as Db;

@@ -107,6 +107,7 @@ export const tasks = sqliteTable(
   (table) => [
     index('tasks_user_created_idx').on(table.userId, table.createdAt, table.id),
     index('tasks_status_idx').on(table.status),
+    index('tasks_user_status_idx').on(table.userId, table.status),
     index('tasks_expires_idx').on(table.expiresAt),
   ],
 );

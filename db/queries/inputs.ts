@@ -34,7 +34,7 @@ export function findOrCreateTaskInput(input: {
         createdAt: now,
       })
       .returning()
-      .get();
+      .all()[0];
     return { input: created, created: true };
   });
 }
@@ -53,7 +53,7 @@ export function answerTaskInput(
     .set({ ...answer, status: 'answered', answeredAt: Date.now() })
     .where(and(eq(taskInputs.id, id), eq(taskInputs.status, 'pending')))
     .returning()
-    .get();
+    .all()[0];
 }
 
 /** Withdraws every pending input of a task that has ended. */

@@ -10,7 +10,7 @@ export function createMcpSession(input: Omit<McpSession, 'createdAt' | 'lastSeen
     .insert(mcpSessions)
     .values({ ...input, createdAt: now, lastSeenAt: now })
     .returning()
-    .get();
+    .all()[0];
 }
 
 export function getMcpSessionById(id: string): McpSession | undefined {
@@ -46,7 +46,7 @@ export function appendSessionMessage(sessionId: string, message: Record<string, 
       .insert(sessionMessages)
       .values({ sessionId, message, createdAt: Date.now() })
       .returning({ id: sessionMessages.id })
-      .get().id;
+      .all()[0].id;
   });
 }
 

@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, gt, inArray, like, lt, lte, or, sql } from 'drizzle-orm';
+import { and, asc, count, desc, eq, gt, inArray, like, lte, sql } from 'drizzle-orm';
 import { getDb } from '../client';
 import { taskEvents, tasks, type TaskStatus } from '../schema';
 
@@ -13,7 +13,7 @@ export function insertTask(row: NewTaskRow, actor: string): TaskRow {
       .insert(tasks)
       .values({ ...row, lastUpdatedAt: row.createdAt })
       .returning()
-      .get();
+      .all()[0];
     tx.insert(taskEvents)
       .values({ taskId: task.id, at: task.createdAt, toStatus: task.status, statusMessage: task.statusMessage, actor })
       .run();
@@ -46,9 +46,8 @@ export function listTasksByUserId(
   options: { limit: number; notExpiredAt: number; before?: { createdAt: number; id: string }; filter?: TaskFilter },
 ): TaskRow[] {
   const { before, filter = {} } = options;
-  const position = before
-    ? or(lt(tasks.createdAt, before.createdAt), and(eq(tasks.createdAt, before.createdAt), lt(tasks.id, before.id)))
-    : undefined;
+  // A row-value comparison lets SQLite seek straight to the cursor in the (user, created, id) index.
+  const position = before ? sql`(${tasks.createdAt}, ${tasks.id}) < (${before.createdAt}, ${before.id})` : undefined;
   const idPrefix = filter.idPrefix?.toLowerCase().replace(/[^0-9a-f-]/g, '');
   return getDb()
     .select()
@@ -100,7 +99,7 @@ export function transitionTask(
       })
       .where(and(eq(tasks.id, id), inArray(tasks.status, [...change.from])))
       .returning()
-      .get();
+      .all()[0];
     if (!updated) return undefined;
     tx.insert(taskEvents)
       .values({
@@ -126,7 +125,7 @@ export function updateTaskProgress(
     .set({ ...update, lastUpdatedAt: nextUpdatedAt(Date.now()) })
     .where(and(eq(tasks.id, id), inArray(tasks.status, ['working', 'input_required'])))
     .returning()
-    .get();
+    .all()[0];
 }
 
 /** Marks a task as started again after a restart. */

@@ -15,7 +15,7 @@ export function insertAccessToken(input: {
     .insert(accessTokens)
     .values({ id: crypto.randomUUID(), createdAt: Date.now(), ...input })
     .returning()
-    .get();
+    .all()[0];
 }
 
 export function getAccessTokenByHash(tokenHash: string) {

@@ -23,7 +23,7 @@ export function createUser(input: { email: string; name?: string | null; passwor
       createdAt: Date.now(),
     })
     .returning()
-    .get();
+    .all()[0];
 }
 
 export function setUserPasswordHash(id: string, passwordHash: string): void {

@@ -1,0 +1,1 @@
+CREATE INDEX `tasks_user_status_idx` ON `tasks` (`user_id`,`status`);

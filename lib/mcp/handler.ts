@@ -26,6 +26,7 @@ import {
   type JsonRpcRequest,
   type JsonRpcResponse,
 } from './schema';
+import { followClientTask } from './client-task-poller';
 import { clientLabel, parseInputRequestId } from './input-requests';
 import { SseStream } from './sse';
 import type { SessionStreams } from './session-streams';
@@ -151,8 +152,26 @@ async function handlePost(request: Request, ctx: McpContext, caller: Caller): Pr
  * stays open.
  */
 function receiveResponse(message: JsonRpcResponse, ctx: McpContext, session: McpSession, caller: Caller): Response {
+  if (ctx.streams.clientRequests.settle(message)) return new Response(null, { status: 202 });
   const target = parseInputRequestId(message.id);
   if (!target || !('result' in message)) return new Response(null, { status: 202 });
+  const clientTask = (message.result as { task?: { taskId?: unknown; pollInterval?: unknown } }).task;
+  if (clientTask && typeof clientTask.taskId === 'string') {
+    // The client took the question as a task of its own: follow it until it has the answer.
+    ctx.engine.inputs.rememberClientTask(target.inputId, clientTask.taskId);
+    void followClientTask({
+      engine: ctx.engine,
+      requests: ctx.streams.clientRequests,
+      sessionId: session.id,
+      userId: caller.userId,
+      inputId: target.inputId,
+      clientTaskId: clientTask.taskId,
+      pollIntervalMs: typeof clientTask.pollInterval === 'number' ? clientTask.pollInterval : undefined,
+      via: String(message.id),
+      label: clientLabel(session),
+    });
+    return new Response(null, { status: 202 });
+  }
   const outcome = ctx.engine.inputs.answer(target.inputId, caller.userId, message.result, 'client', clientLabel(session), String(message.id));
   if (!outcome.ok && outcome.reason === 'invalid') {
     return jsonResponse(rpcErrorBody(null, { code: ErrorCode.InvalidParams, message: outcome.message, data: { fieldErrors: outcome.fieldErrors } }), 400);

@@ -21,7 +21,7 @@ export function parseInputRequestId(id: unknown): { inputId: string; copy: strin
 }
 
 type Capabilities = Record<string, unknown> | null;
-const objectAt = (value: unknown, key: string) =>
+const objectAt = (value: unknown, key: string): Record<string, unknown> | undefined =>
   typeof value === 'object' && value !== null && typeof (value as Record<string, unknown>)[key] === 'object' && (value as Record<string, unknown>)[key] !== null
     ? ((value as Record<string, unknown>)[key] as Record<string, unknown>)
     : undefined;
@@ -36,14 +36,23 @@ export function canReceive(session: Pick<McpSession, 'clientCapabilities'>, kind
   return Object.keys(elicitation).length === 0 || objectAt(elicitation, 'form') !== undefined;
 }
 
-export function requestFor(input: TaskInputRow, id: string) {
+/** Whether the client runs this kind of request as a task of its own (tasks.requests.*). */
+export function acceptsAsTask(session: Pick<McpSession, 'clientCapabilities'>, kind: TaskInputRow['kind']): boolean {
+  const requests = objectAt(objectAt(session.clientCapabilities, 'tasks'), 'requests');
+  return kind === 'sampling'
+    ? objectAt(objectAt(requests, 'sampling'), 'createMessage') !== undefined
+    : objectAt(objectAt(requests, 'elicitation'), 'create') !== undefined;
+}
+
+/** The request for one copy of a question; task-augmented (with a ttl) for clients that take it so. */
+export function requestFor(input: TaskInputRow, id: string, asTask?: { ttl: number }) {
   const method = input.kind === 'sampling' ? 'sampling/createMessage' : 'elicitation/create';
   const requestMeta = (input.request._meta ?? {}) as Record<string, unknown>;
   return {
     jsonrpc: '2.0' as const,
     id,
     method,
-    params: { ...input.request, _meta: { ...requestMeta, ...relatedTaskMeta(input.taskId) } },
+    params: { ...input.request, ...(asTask ? { task: asTask } : {}), _meta: { ...requestMeta, ...relatedTaskMeta(input.taskId) } },
   };
 }
 

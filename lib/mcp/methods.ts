@@ -1,11 +1,11 @@
 import type { McpSession } from '@/db/queries/sessions';
 import { findTool, tools } from '@/lib/tools';
 import { describeTool, executeTool, ToolProtocolError } from '@/lib/tools/define';
-import { isTaskError, type TaskEngine } from '@/lib/tasks/engine';
+import { isTaskError, type TaskEngine, type TaskRow } from '@/lib/tasks/engine';
 import { isTerminal } from '@/lib/tasks/states';
 import { randomBytes } from 'node:crypto';
 import { ErrorCode, RpcError } from './errors';
-import { canReceive, inputRequestId, requestFor, withdrawalFor } from './input-requests';
+import { acceptsAsTask, canReceive, inputRequestId, requestFor, withdrawalFor } from './input-requests';
 import {
   callToolParamsSchema,
   listParamsSchema,
@@ -108,11 +108,13 @@ class QuestionRelay {
     private readonly taskId: string,
   ) {}
 
-  sync(): void {
+  sync(task: TaskRow): void {
     for (const input of this.ctx.engine.inputs.listForTask(this.taskId)) {
       const sentId = this.sent.get(input.id);
       if (input.status === 'pending') {
         if (sentId || !canReceive(this.ctx.session, input.kind)) continue;
+        // A client that takes the question as its own task gets one copy only, on its GET stream.
+        if (task.sessionId === this.ctx.session.id && acceptsAsTask(this.ctx.session, input.kind)) continue;
         const id = inputRequestId(input.id, randomBytes(6).toString('base64url'));
         this.sent.set(input.id, id);
         this.ctx.send(requestFor(input, id));
@@ -168,8 +170,8 @@ const methods: Record<string, { handler: MethodHandler; needsTasks?: boolean }> 
         if (!isTerminal(row.status)) {
           ctx.openStream();
           const relay = new QuestionRelay(ctx, taskId);
-          row = await ctx.engine.waitForTerminal(taskId, ctx.userId, ctx.signal, () => relay.sync());
-          relay.sync();
+          row = await ctx.engine.waitForTerminal(taskId, ctx.userId, ctx.signal, (task) => relay.sync(task));
+          relay.sync(row);
         }
         return taskResultPayload(row);
       } catch (error) {

@@ -1,6 +1,7 @@
 import { getTaskById } from '@/db/queries/tasks';
 import type { TaskInputRow } from '@/lib/tasks/inputs';
-import { canReceive, getStreamCopy, inputRequestId, requestFor, withdrawalFor } from './input-requests';
+import { ClientRequests } from './client-requests';
+import { acceptsAsTask, canReceive, getStreamCopy, inputRequestId, requestFor, withdrawalFor } from './input-requests';
 import {
   appendSessionMessage,
   getMcpSessionById,
@@ -21,6 +22,8 @@ const replayBatch = 100;
  */
 export class SessionStreams {
   private readonly open_ = new Map<string, SseStream>();
+  /** Requests to clients about their own tasks, sent through the sessions' outboxes. */
+  readonly clientRequests = new ClientRequests((sessionId, message) => this.deliver(sessionId, message));
 
   constructor(private readonly bus: EventBus) {}
 
@@ -74,12 +77,20 @@ export class SessionStreams {
    * poll tasks/get while a task waits are asked there. A copy answered elsewhere is withdrawn.
    */
   private relayQuestion(input: TaskInputRow): void {
-    const sessionId = getTaskById(input.taskId)?.sessionId;
-    const session = sessionId ? getMcpSessionById(sessionId) : undefined;
-    if (!session || !canReceive(session, input.kind)) return;
+    const task = getTaskById(input.taskId);
+    const session = task?.sessionId ? getMcpSessionById(task.sessionId) : undefined;
+    if (!task || !session || !canReceive(session, input.kind)) return;
     const id = inputRequestId(input.id, getStreamCopy);
-    if (input.status === 'pending') this.deliver(session.id, requestFor(input, id));
-    else if (input.answeredVia !== id) this.deliver(session.id, withdrawalFor(input, id));
+    if (input.status === 'pending') {
+      const asTask = acceptsAsTask(session, input.kind) ? { ttl: Math.max(1000, task.expiresAt - Date.now()) } : undefined;
+      this.deliver(session.id, requestFor(input, id, asTask));
+    } else if (input.answeredVia !== id) {
+      this.deliver(session.id, withdrawalFor(input, id));
+      // The client's own task for this question is no longer needed.
+      if (input.clientTaskId) {
+        this.clientRequests.send(session.id, 'tasks/cancel', { taskId: input.clientTaskId }).catch(() => {});
+      }
+    }
   }
 
   close(sessionId: string): void {

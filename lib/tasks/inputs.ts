@@ -75,6 +75,10 @@ export class TaskInputs {
     return listTaskInputsByTaskId(taskId);
   }
 
+  isPending(inputId: string): boolean {
+    return getTaskInputById(inputId)?.status === 'pending';
+  }
+
   rememberClientTask(inputId: string, clientTaskId: string): void {
     setTaskInputClientTaskId(inputId, clientTaskId);
   }

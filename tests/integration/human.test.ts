@@ -138,6 +138,70 @@ describe('sampling with the official SDK client', () => {
   });
 });
 
+describe('a client that takes questions as tasks of its own', () => {
+  async function taskClient(onQuestion: (store: any, taskId: string) => void) {
+    const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+    const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+    const { InMemoryTaskStore } = await import('@modelcontextprotocol/sdk/experimental/tasks');
+    const store = new InMemoryTaskStore();
+    const client = new Client(
+      { name: 'task-capable', version: '2.0.0' },
+      { capabilities: { elicitation: { form: {} }, tasks: { list: {}, cancel: {}, requests: { elicitation: { create: {} } } } }, taskStore: store },
+    );
+    client.onerror = () => {};
+    const asked: any[] = [];
+    client.setRequestHandler(ElicitRequestSchema, async (request, extra: any) => {
+      asked.push(request.params);
+      const task = await extra.taskStore.createTask({ ttl: (request.params as any).task?.ttl, pollInterval: 100 });
+      onQuestion(extra.taskStore, task.taskId);
+      return { task } as any;
+    });
+    const transport = new StreamableHTTPClientTransport(new URL(server.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${token}` } } });
+    await client.connect(transport);
+    return { client, transport, store, asked };
+  }
+
+  it('receives a task-augmented elicitation/create, is polled, and its result is the answer', async () => {
+    const { client, transport, asked } = await taskClient((taskStore, taskId) => {
+      setTimeout(() => void taskStore.storeTaskResult(taskId, 'completed', { action: 'accept', content: { answer: 'from my task' } }), 300);
+    });
+    try {
+      const messages: any[] = [];
+      for await (const message of client.experimental.tasks.callToolStream({ name: 'ask_human', arguments: { question: 'Async?' } }, CallToolResultSchema, {
+        task: {},
+      })) messages.push(message);
+      const taskId = messages[0].task.taskId;
+      expect(asked).toHaveLength(1);
+      expect(asked[0].task.ttl).toBeGreaterThan(0);
+      expect(asked[0]._meta['io.modelcontextprotocol/related-task']).toEqual({ taskId });
+      expect(messages.at(-1).result.content[0].text).toBe('Answer (given in the MCP client): from my task');
+      const row = server.db().prepare('SELECT client_task_id, answered_by_label FROM task_inputs WHERE task_id = ?').get(taskId) as any;
+      expect(row.client_task_id).toMatch(/.+/);
+      expect(row.answered_by_label).toBe('task-capable 2.0.0');
+    } finally {
+      await transport.terminateSession().catch(() => {});
+      await client.close();
+    }
+  });
+
+  it("cancels the client's task when the server's task is cancelled", async () => {
+    let clientTaskId = '';
+    const { client, transport, store } = await taskClient((_taskStore, taskId) => {
+      clientTaskId = taskId;
+    });
+    try {
+      const started = await client.experimental.tasks.callToolStream({ name: 'ask_human', arguments: { question: 'Never answered' } }, CallToolResultSchema, { task: {} }).next();
+      const taskId = (started.value as any).task.taskId;
+      await expect.poll(() => clientTaskId, { timeout: 10_000 }).not.toBe('');
+      await client.experimental.tasks.cancelTask(taskId);
+      await expect.poll(async () => (await store.getTask(clientTaskId))?.status, { timeout: 10_000 }).toBe('cancelled');
+    } finally {
+      await transport.terminateSession().catch(() => {});
+      await client.close();
+    }
+  });
+});
+
 describe('questions over raw HTTP', () => {
   it('asks on the tasks/result stream with related-task _meta, takes the answer with 202, then delivers the result there', async () => {
     const mcp = await rawSession();

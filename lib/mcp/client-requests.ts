@@ -1,0 +1,42 @@
+import { randomUUID } from 'node:crypto';
+import { ErrorCode, RpcError } from './errors';
+import type { JsonRpcResponse } from './schema';
+
+type Pending = { resolve: (result: Record<string, unknown>) => void; reject: (error: Error) => void; timer: ReturnType<typeof setTimeout> };
+
+const idPrefix = 'client:';
+
+/**
+ * Requests this server sends to a client outside any question (tasks/get, tasks/result, tasks/cancel on
+ * the client's own tasks), matched to the client's responses by id.
+ */
+export class ClientRequests {
+  private readonly pending = new Map<string, Pending>();
+
+  constructor(private readonly deliver: (sessionId: string, message: Record<string, unknown>) => void) {}
+
+  send(sessionId: string, method: string, params: Record<string, unknown>, timeoutMs = 30_000): Promise<Record<string, unknown>> {
+    const id = `${idPrefix}${randomUUID()}`;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new Error(`The client did not answer ${method} within ${timeoutMs} ms`));
+      }, timeoutMs);
+      timer.unref?.();
+      this.pending.set(id, { resolve, reject, timer });
+      this.deliver(sessionId, { jsonrpc: '2.0', id, method, params });
+    });
+  }
+
+  /** Settles the request a response answers; false when the response is not for one of these. */
+  settle(message: JsonRpcResponse): boolean {
+    if (typeof message.id !== 'string' || !message.id.startsWith(idPrefix)) return false;
+    const waiting = this.pending.get(message.id);
+    if (!waiting) return true;
+    this.pending.delete(message.id);
+    clearTimeout(waiting.timer);
+    if ('result' in message) waiting.resolve(message.result);
+    else waiting.reject(new RpcError(message.error.code ?? ErrorCode.InternalError, message.error.message));
+    return true;
+  }
+}

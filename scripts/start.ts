@@ -2,7 +2,7 @@
  * `npm start`: checks the configuration, migrates the database, builds when the build is missing or
  * older than the sources, then runs the production server in the foreground.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { openDatabase } from '@/db/client';
@@ -28,7 +28,22 @@ function buildIsCurrent(): boolean {
   return sourceEntries.every((entry) => newestMtime(entry) <= builtAt);
 }
 
-function main(): void {
+/** Runs next with the given arguments in the foreground; signals to this process go to it. */
+function runNext(args: string[]): Promise<number> {
+  const child = spawn(process.execPath, [nextBin, ...args], { cwd: root, stdio: 'inherit', env: process.env });
+  const forward = (signal: NodeJS.Signals) => child.kill(signal);
+  process.on('SIGINT', forward);
+  process.on('SIGTERM', forward);
+  return new Promise((resolve) => {
+    child.on('exit', (code, signal) => {
+      process.off('SIGINT', forward);
+      process.off('SIGTERM', forward);
+      resolve(code ?? (signal ? 1 : 0));
+    });
+  });
+}
+
+async function main(): Promise<void> {
   let env;
   try {
     env = getEnv();
@@ -45,20 +60,14 @@ function main(): void {
 
   if (!buildIsCurrent()) {
     console.log('Building the application (first start or changed sources)...');
-    const build = spawnSync(process.execPath, [nextBin, 'build'], { cwd: root, stdio: 'inherit', env: process.env });
-    if (build.status !== 0) process.exit(build.status ?? 1);
+    const built = await runNext(['build']);
+    if (built !== 0) process.exit(built);
   }
 
+  console.log(`MCP endpoint: ${env.APP_URL}/mcp   database: ${path.resolve(env.DATABASE_PATH)}`);
   // Idle connections outlive clients' own keep-alive (undici: 4 s), so a client never reuses a socket
   // the server is just closing.
-  const server = spawn(process.execPath, [nextBin, 'start', '--port', String(env.PORT), '--hostname', env.HOST, '--keepAliveTimeout', '65000'], {
-    cwd: root,
-    stdio: 'inherit',
-    env: process.env,
-  });
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => server.kill(signal));
-  server.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
-  console.log(`MCP endpoint: ${env.APP_URL}/mcp   database: ${path.resolve(env.DATABASE_PATH)}`);
+  process.exit(await runNext(['start', '--port', String(env.PORT), '--hostname', env.HOST, '--keepAliveTimeout', '65000']));
 }
 
-main();
+void main();

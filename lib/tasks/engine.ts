@@ -28,6 +28,7 @@ import { publishTaskEvent, topics, type EventBus } from './bus';
 import { decodeCursor, encodeCursor } from './cursor';
 import { describeFields } from './elicitation';
 import { TaskInputs } from './inputs';
+import { waitFor } from './wait';
 import { activeStatuses, isTerminal, statusesLeadingTo, type TaskStatus } from './states';
 
 export type { TaskEventRow, TaskFilter, TaskRow };
@@ -193,32 +194,17 @@ export class TaskEngine {
    * the task at the start and after every change until then (its questions, say).
    */
   async waitForTerminal(taskId: string, userId: string, signal?: AbortSignal, onWake?: (task: TaskRow) => void): Promise<TaskRow> {
-    let changed = false;
-    let wake = () => {};
-    const unsubscribe = this.bus.subscribe(topics.task(taskId), () => {
-      changed = true;
-      wake();
-    });
-    try {
-      for (;;) {
-        changed = false;
+    return waitFor(
+      this.bus,
+      topics.task(taskId),
+      () => {
         const row = this.getTask(taskId, userId);
         if (isTerminal(row.status)) return row;
         onWake?.(row);
-        if (changed) continue;
-        await new Promise<void>((resolve, reject) => {
-          if (signal?.aborted) return reject(signal.reason);
-          const onAbort = () => reject(signal?.reason);
-          signal?.addEventListener('abort', onAbort, { once: true });
-          wake = () => {
-            signal?.removeEventListener('abort', onAbort);
-            resolve();
-          };
-        });
-      }
-    } finally {
-      unsubscribe();
-    }
+        return undefined;
+      },
+      signal,
+    );
   }
 
   /** Run once at start: resumes what can be resumed and honestly fails the rest. */

@@ -13,6 +13,7 @@ import { transitionTask, type TaskRow } from '@/db/queries/tasks';
 import { inTransaction } from '@/db/queries/transaction';
 import { publishTaskEvent, topics, type EventBus } from './bus';
 import { describeFields, validateElicitResponse } from './elicitation';
+import { waitFor } from './wait';
 
 export type { TaskInputRow };
 export type AnsweredBy = 'client' | 'dashboard';
@@ -92,33 +93,17 @@ export class TaskInputs {
     publishTaskEvent(this.bus, { type: 'input-changed', input });
   }
 
-  private async waitForAnswer(inputId: string, signal: AbortSignal): Promise<TaskInputRow> {
-    let wake = () => {};
-    let changed = false;
-    const unsubscribe = this.bus.subscribe(topics.input(inputId), () => {
-      changed = true;
-      wake();
-    });
-    try {
-      for (;;) {
-        changed = false;
-        signal.throwIfAborted();
+  private waitForAnswer(inputId: string, signal: AbortSignal): Promise<TaskInputRow> {
+    return waitFor(
+      this.bus,
+      topics.input(inputId),
+      () => {
         const input = getTaskInputById(inputId);
         if (!input || input.status === 'withdrawn') throw new DOMException('The question was withdrawn', 'AbortError');
-        if (input.status === 'answered') return input;
-        if (changed) continue;
-        await new Promise<void>((resolve, reject) => {
-          const onAbort = () => reject(signal.reason);
-          signal.addEventListener('abort', onAbort, { once: true });
-          wake = () => {
-            signal.removeEventListener('abort', onAbort);
-            resolve();
-          };
-        });
-      }
-    } finally {
-      unsubscribe();
-    }
+        return input.status === 'answered' ? input : undefined;
+      },
+      signal,
+    );
   }
 }
 

@@ -98,7 +98,13 @@ export async function startServer(extraEnv: Record<string, string> = {}): Promis
     }
   };
 
-  await launch();
+  try {
+    await launch();
+  } catch (error) {
+    await signalGroup('SIGKILL');
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    throw error;
+  }
   return {
     url,
     mcpUrl: `${url}/mcp`,
@@ -110,6 +116,7 @@ export async function startServer(extraEnv: Record<string, string> = {}): Promis
       sqlite?.close();
       sqlite = undefined;
       await signalGroup('SIGTERM');
+      fs.rmSync(dataDir, { recursive: true, force: true });
     },
     kill9: () => signalGroup('SIGKILL'),
     restart: async () => {

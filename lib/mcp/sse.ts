@@ -22,6 +22,8 @@ export class SseStream {
     this.body = new ReadableStream<Uint8Array>({
       start: (controller) => {
         this.controller = controller;
+        // A first comment makes the server send the headers now, not with the first event.
+        controller.enqueue(encoder.encode(': stream open\n\n'));
       },
       cancel: () => this.finish(),
     });

@@ -66,8 +66,9 @@ export class SseReader {
     }
   }
 
+  /** Drops the stream; not awaited, since cancelling under a pending read can wait for the next chunk. */
   async close(): Promise<void> {
-    await this.reader.cancel().catch(() => {});
+    void this.reader.cancel().catch(() => {});
   }
 }
 

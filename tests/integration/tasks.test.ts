@@ -192,6 +192,16 @@ describe('task lifecycle over raw HTTP', () => {
     expect(again.body.result.content[0].text).toBe('Waited 1 s.');
   });
 
+  it('opens the tasks/result stream at once, before anything is sent on it', async () => {
+    const mcp = await session();
+    const task = await mcp.startDelayTask(3);
+    const response = await mcp.post({ jsonrpc: '2.0', id: 'quiet', method: 'tasks/result', params: { taskId: task.taskId } });
+    expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    expect((await mcp.call('tasks/get', { taskId: task.taskId })).status).toBe('working');
+    await mcp.call('tasks/cancel', { taskId: task.taskId });
+    await response.body?.cancel();
+  });
+
   it('ends a task whose tool returns isError as failed, and returns that result', async () => {
     const mcp = await session();
     const task = await mcp.startDelayTask(0, { arguments: { seconds: 0, fail: true } });

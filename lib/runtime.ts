@@ -2,7 +2,8 @@ import packageJson from '@/package.json';
 import { deleteSessionMessagesOlderThan } from '@/db/queries/sessions';
 import { getServerSecret } from '@/lib/auth/secret';
 import { getEnv } from '@/lib/env';
-import type { McpContext } from '@/lib/mcp/handler';
+import { abortRequestsInFlight, type McpContext } from '@/lib/mcp/handler';
+import { closeAllStreams } from '@/lib/mcp/sse';
 import { SessionStreams } from '@/lib/mcp/session-streams';
 import { createInProcessBus, topics } from '@/lib/tasks/bus';
 import { TaskEngine } from '@/lib/tasks/engine';
@@ -63,5 +64,14 @@ export function getRuntime(): Runtime {
   };
   sweep();
   setInterval(sweep, env.TASK_SWEEP_INTERVAL_MS).unref();
+  // Next.js shuts down gracefully, waiting for open responses; streams and long waits must end first.
+  // Running tasks stop without a state change, so the next start resumes or fails them honestly.
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.once(signal, () => {
+      engine.abortAll();
+      abortRequestsInFlight();
+      closeAllStreams();
+    });
+  }
   return runtime;
 }

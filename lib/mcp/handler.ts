@@ -44,8 +44,14 @@ const sessionHeader = 'mcp-session-id';
 const versionHeader = 'mcp-protocol-version';
 const tokenRecheckMs = 5000;
 
-/** Requests in flight, so that notifications/cancelled and DELETE can stop them. */
-const inFlight = new Map<string, AbortController>();
+/** Requests in flight, so that notifications/cancelled, DELETE and shutdown can stop them. */
+const globalForRequests = globalThis as unknown as { __mcpTaskServerInFlight?: Map<string, AbortController> };
+const inFlight = (globalForRequests.__mcpTaskServerInFlight ??= new Map());
+
+/** Stops every request in flight (the process is shutting down). */
+export function abortRequestsInFlight(): void {
+  for (const controller of inFlight.values()) controller.abort(new DOMException('The server is shutting down', 'AbortError'));
+}
 const inFlightKey = (sessionId: string, id: string | number) => `${sessionId}\u0000${typeof id}:${id}`;
 
 /** The MCP endpoint (Streamable HTTP, 2025-11-25): one framework-free function for GET, POST and DELETE. */

@@ -1,6 +1,15 @@
 const encoder = new TextEncoder();
 const keepAliveMs = 15_000;
 
+/** Every open stream of the process, wherever its module was bundled, so that shutdown can end them. */
+const globalForStreams = globalThis as unknown as { __mcpTaskServerStreams?: Set<SseStream> };
+const openStreams = (globalForStreams.__mcpTaskServerStreams ??= new Set());
+
+/** Ends every open stream: a graceful shutdown waits for open responses, and these never end by themselves. */
+export function closeAllStreams(): void {
+  for (const stream of openStreams) stream.close();
+}
+
 export const sseHeaders = {
   'Content-Type': 'text/event-stream',
   'Cache-Control': 'no-cache, no-transform',
@@ -27,6 +36,7 @@ export class SseStream {
       },
       cancel: () => this.finish(),
     });
+    openStreams.add(this);
     // Comments keep proxies and idle timers from closing a quiet stream.
     this.keepAlive = setInterval(() => this.write(': keep-alive\n\n'), keepAliveMs);
     this.keepAlive.unref?.();
@@ -74,6 +84,7 @@ export class SseStream {
   }
 
   private finish(): void {
+    openStreams.delete(this);
     clearInterval(this.keepAlive);
     if (!this.aborter.signal.aborted) this.aborter.abort(new Error('Stream closed'));
   }

@@ -200,9 +200,13 @@ test('a browser answer and a client answer at the same moment: exactly one is ta
     while (question?.method !== 'elicitation/create');
     await page.goto(`/tasks/${taskId}`);
     await new QuestionsPage(page).form(`Tie ${round}?`).getByLabel('Answer').fill('browser');
+    // Both at once: the browser's submit is pressed in the page itself, so it cannot wait for a form the
+    // client's answer may already have removed.
     const [reply] = await Promise.all([
       mcp.post({ jsonrpc: '2.0', id: question.id, result: { action: 'accept', content: { answer: 'client' } } }),
-      new QuestionsPage(page).submit(`Tie ${round}?`),
+      page.evaluate((label) => {
+        document.querySelector<HTMLButtonElement>(`form[aria-label="${label}"] button[value="accept"]`)?.click();
+      }, `Answer: Tie ${round}?`),
     ]);
     expect(reply.status).toBe(202);
     const result = await mcp.call('tasks/result', { taskId });

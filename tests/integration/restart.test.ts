@@ -74,4 +74,20 @@ describe('kill -9 and a fresh start', () => {
     expect(events).toEqual([{ to_status: 'working' }, { to_status: 'completed' }]);
     expect(server.output()).toMatch(/1 resumed, 1 failed/);
   });
+
+  it('stops gracefully with streams open, and resumes the interrupted work at the next start', async () => {
+    const mcp = new RawMcp(server.mcpUrl, createToken(server, 'grace@example.com'));
+    await mcp.initialize();
+    const stream = await mcp.openGetStream();
+    await stream.next();
+    const task = await mcp.startDelayTask(2);
+    const waiting = await mcp.post({ jsonrpc: '2.0', id: 'wait', method: 'tasks/result', params: { taskId: task.taskId } });
+    await sleep(600);
+    await server.restart();
+    // Both streams were ended by the shutdown rather than holding it open.
+    expect(await stream.next(1000)).toBeNull();
+    await waiting.text();
+    expect(server.db().prepare('SELECT attempt FROM tasks WHERE id = ?').get(task.taskId)).toEqual({ attempt: 2 });
+    expect((await mcp.call('tasks/result', { taskId: task.taskId })).content[0].text).toBe('Waited 2 s.');
+  });
 });

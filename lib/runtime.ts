@@ -1,8 +1,10 @@
 import packageJson from '@/package.json';
-import { deleteSessionMessagesOlderThan } from '@/db/queries/sessions';
+import { deleteSessionMessagesOlderThan, getMcpSessionById } from '@/db/queries/sessions';
 import { getServerSecret } from '@/lib/auth/secret';
 import { getEnv } from '@/lib/env';
 import { abortRequestsInFlight, type McpContext } from '@/lib/mcp/handler';
+import { followClientTask } from '@/lib/mcp/client-task-poller';
+import { clientLabel } from '@/lib/mcp/input-requests';
 import { closeAllStreams } from '@/lib/mcp/sse';
 import { SessionStreams } from '@/lib/mcp/session-streams';
 import { createInProcessBus, topics } from '@/lib/tasks/bus';
@@ -51,6 +53,20 @@ export function getRuntime(): Runtime {
   globalForRuntime.__mcpTaskServerRuntime = runtime;
 
   const recovered = engine.recoverInterruptedTasks();
+  // Clients answering questions through tasks of their own are followed again.
+  for (const { input, sessionId } of engine.inputs.listFollowedByClientTasks()) {
+    const session = sessionId ? getMcpSessionById(sessionId) : undefined;
+    if (!session || !input.clientTaskId) continue;
+    followClientTask({
+      engine,
+      requests: streams.clientRequests,
+      sessionId: session.id,
+      userId: input.userId,
+      inputId: input.id,
+      clientTaskId: input.clientTaskId,
+      label: clientLabel(session),
+    }).catch((error: unknown) => console.error(`Following the client's task ${input.clientTaskId} failed`, error));
+  }
   if (recovered.resumed + recovered.failed > 0) {
     console.log(`Tasks interrupted by the last shutdown: ${recovered.resumed} resumed, ${recovered.failed} failed.`);
   }

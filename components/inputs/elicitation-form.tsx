@@ -113,13 +113,13 @@ export function ElicitationForm({ inputId, message, fields }: { inputId: string;
         </p>
       )}
       <div className="flex flex-wrap gap-2">
-        <Button type="submit" name="intent" value="accept" disabled={pending}>
+        <Button type="submit" name="$action" value="accept" disabled={pending}>
           Submit
         </Button>
-        <Button type="submit" name="intent" value="decline" variant="secondary" disabled={pending}>
+        <Button type="submit" name="$action" value="decline" variant="secondary" disabled={pending}>
           Decline
         </Button>
-        <Button type="submit" name="intent" value="cancel" variant="ghost" disabled={pending}>
+        <Button type="submit" name="$action" value="cancel" variant="ghost" disabled={pending}>
           Cancel
         </Button>
       </div>

@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq } from 'drizzle-orm';
+import { and, asc, count, desc, eq, isNotNull, isNull } from 'drizzle-orm';
 import { getDb } from '../client';
 import { taskInputs, tasks, type TaskStatus } from '../schema';
 
@@ -66,8 +66,41 @@ export function withdrawPendingTaskInputs(taskId: string): TaskInputRow[] {
     .all();
 }
 
-export function setTaskInputClientTaskId(id: string, clientTaskId: string): void {
-  getDb().update(taskInputs).set({ clientTaskId }).where(eq(taskInputs.id, id)).run();
+/** Records the client's own task for an open question of this user's, once: false otherwise. */
+export function claimTaskInputForClientTask(id: string, userId: string, clientTaskId: string): boolean {
+  return (
+    getDb()
+      .update(taskInputs)
+      .set({ clientTaskId })
+      .where(and(eq(taskInputs.id, id), eq(taskInputs.userId, userId), eq(taskInputs.status, 'pending'), isNull(taskInputs.clientTaskId)))
+      .run().changes > 0
+  );
+}
+
+export function clearTaskInputClientTaskId(id: string): void {
+  getDb().update(taskInputs).set({ clientTaskId: null }).where(eq(taskInputs.id, id)).run();
+}
+
+/** Open questions of the tasks a session started: what a fresh GET stream of that session is sent. */
+export function listPendingTaskInputsBySessionId(sessionId: string): TaskInputRow[] {
+  return getDb()
+    .select({ input: taskInputs })
+    .from(taskInputs)
+    .innerJoin(tasks, eq(tasks.id, taskInputs.taskId))
+    .where(and(eq(tasks.sessionId, sessionId), eq(taskInputs.status, 'pending')))
+    .orderBy(asc(taskInputs.createdAt))
+    .all()
+    .map((row) => row.input);
+}
+
+/** Open questions a client is answering through a task of its own: followed again after a restart. */
+export function listPendingTaskInputsWithClientTask() {
+  return getDb()
+    .select({ input: taskInputs, sessionId: tasks.sessionId })
+    .from(taskInputs)
+    .innerJoin(tasks, eq(tasks.id, taskInputs.taskId))
+    .where(and(eq(taskInputs.status, 'pending'), isNotNull(taskInputs.clientTaskId)))
+    .all();
 }
 
 export function listTaskInputsByTaskId(taskId: string): TaskInputRow[] {

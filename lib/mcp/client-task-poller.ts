@@ -3,6 +3,10 @@ import type { TaskEngine } from '@/lib/tasks/engine';
 import type { ClientRequests } from './client-requests';
 
 const maxFailures = 5;
+const minPollMs = 250;
+
+/** The answeredVia of an answer fetched from the client's own task. */
+export const clientTaskVia = (clientTaskId: string) => `client-task:${clientTaskId}`;
 
 /**
  * A client took our question as a task of its own: we are now its requestor. Polls its tasks/get at the
@@ -17,11 +21,11 @@ export async function followClientTask(options: {
   inputId: string;
   clientTaskId: string;
   pollIntervalMs?: number;
-  via: string;
   label: string | null;
 }): Promise<void> {
   const { engine, requests, sessionId, inputId, clientTaskId } = options;
-  let interval = options.pollIntervalMs ?? 1000;
+  const pace = (ms: number | undefined) => Math.max(minPollMs, ms ?? 1000);
+  let interval = pace(options.pollIntervalMs);
   let failures = 0;
   const stillOpen = () => engine.inputs.isPending(inputId);
   while (stillOpen() && failures < maxFailures) {
@@ -30,14 +34,19 @@ export async function followClientTask(options: {
     try {
       const task = await requests.send(sessionId, 'tasks/get', { taskId: clientTaskId });
       failures = 0;
-      if (typeof task.pollInterval === 'number' && task.pollInterval > 0) interval = task.pollInterval;
+      if (typeof task.pollInterval === 'number') interval = pace(task.pollInterval);
       if (task.status === 'completed') {
         const result = await requests.send(sessionId, 'tasks/result', { taskId: clientTaskId });
-        engine.inputs.answer(inputId, options.userId, result, 'client', options.label, options.via);
+        const outcome = engine.inputs.answer(inputId, options.userId, result, 'client', options.label, clientTaskVia(clientTaskId));
+        if (!outcome.ok && outcome.reason === 'invalid') engine.inputs.forgetClientTask(inputId);
         return;
       }
-      // A failed or cancelled client task leaves the question open for the dashboard.
-      if (task.status === 'failed' || task.status === 'cancelled') return;
+      // A failed or cancelled client task: the question is asked again like any other (and stays
+      // open in the dashboard).
+      if (task.status === 'failed' || task.status === 'cancelled') {
+        engine.inputs.forgetClientTask(inputId);
+        return;
+      }
     } catch {
       failures += 1;
     }

@@ -160,25 +160,34 @@ async function handlePost(request: Request, ctx: McpContext, caller: Caller): Pr
 function receiveResponse(message: JsonRpcResponse, ctx: McpContext, session: McpSession, caller: Caller): Response {
   if (ctx.streams.clientRequests.settle(message)) return new Response(null, { status: 202 });
   const target = parseInputRequestId(message.id);
-  if (!target || !('result' in message)) return new Response(null, { status: 202 });
-  const clientTask = (message.result as { task?: { taskId?: unknown; pollInterval?: unknown } }).task;
-  if (clientTask && typeof clientTask.taskId === 'string') {
-    // The client took the question as a task of its own: follow it until it has the answer.
-    ctx.engine.inputs.rememberClientTask(target.inputId, clientTask.taskId);
-    void followClientTask({
-      engine: ctx.engine,
-      requests: ctx.streams.clientRequests,
-      sessionId: session.id,
-      userId: caller.userId,
-      inputId: target.inputId,
-      clientTaskId: clientTask.taskId,
-      pollIntervalMs: typeof clientTask.pollInterval === 'number' ? clientTask.pollInterval : undefined,
-      via: String(message.id),
-      label: clientLabel(session),
-    });
+  if (!target) return new Response(null, { status: 202 });
+  const via = String(message.id);
+  const label = clientLabel(session);
+  if (!('result' in message)) {
+    ctx.engine.inputs.refuse(target.inputId, caller.userId, message.error, label, via);
     return new Response(null, { status: 202 });
   }
-  const outcome = ctx.engine.inputs.answer(target.inputId, caller.userId, message.result, 'client', clientLabel(session), String(message.id));
+  const clientTask = (message.result as { task?: { taskId?: unknown; pollInterval?: unknown } }).task;
+  if (clientTask && typeof clientTask.taskId === 'string') {
+    if (ctx.engine.inputs.claimForClientTask(target.inputId, caller.userId, clientTask.taskId)) {
+      // The client took the question as a task of its own: follow it until it has the answer.
+      followClientTask({
+        engine: ctx.engine,
+        requests: ctx.streams.clientRequests,
+        sessionId: session.id,
+        userId: caller.userId,
+        inputId: target.inputId,
+        clientTaskId: clientTask.taskId,
+        pollIntervalMs: typeof clientTask.pollInterval === 'number' ? clientTask.pollInterval : undefined,
+        label,
+      }).catch((error: unknown) => console.error(`Following the client's task ${clientTask.taskId} failed`, error));
+    } else {
+      // Answered already, or another copy became the client's task first: this one is not needed.
+      ctx.streams.clientRequests.send(session.id, 'tasks/cancel', { taskId: clientTask.taskId }).catch(() => {});
+    }
+    return new Response(null, { status: 202 });
+  }
+  const outcome = ctx.engine.inputs.answer(target.inputId, caller.userId, message.result, 'client', label, via);
   if (!outcome.ok && outcome.reason === 'invalid') {
     return jsonResponse(rpcErrorBody(null, { code: ErrorCode.InvalidParams, message: outcome.message, data: { fieldErrors: outcome.fieldErrors } }), 400);
   }

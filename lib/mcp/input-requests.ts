@@ -62,7 +62,7 @@ export function withdrawalFor(input: TaskInputRow, id: string) {
     input.status === 'withdrawn'
       ? 'The task ended before the question was answered'
       : `Answered ${input.answeredBy === 'dashboard' ? 'in the dashboard' : 'through another copy of this request'}`;
-  return { jsonrpc: '2.0' as const, method: 'notifications/cancelled', params: { requestId: id, reason } };
+  return { jsonrpc: '2.0' as const, method: 'notifications/cancelled', params: { requestId: id, reason, _meta: relatedTaskMeta(input.taskId) } };
 }
 
 export function clientLabel(session: Pick<McpSession, 'clientName' | 'clientVersion'>): string | null {

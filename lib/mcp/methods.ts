@@ -43,6 +43,12 @@ async function callTool(rawParams: unknown, ctx: RequestContext): Promise<Record
   const params = parseParams(callToolParamsSchema, hasTasks(ctx.session) ? rawParams : withoutTask);
   const tool = findTool(params.name);
   if (!tool) throw new RpcError(ErrorCode.InvalidParams, `Unknown tool: ${params.name}`);
+  if (tool.requiresClient && !canReceive(ctx.session, tool.requiresClient)) {
+    throw new RpcError(
+      ErrorCode.InvalidRequest,
+      `Tool ${tool.name} needs a client that supports ${tool.requiresClient}: declare the "${tool.requiresClient}" capability at initialize`,
+    );
+  }
   const progressToken = params._meta?.progressToken;
   const args = params.arguments ?? {};
   const asTask = params.task !== undefined;
@@ -112,13 +118,13 @@ class QuestionRelay {
     for (const input of this.ctx.engine.inputs.listForTask(this.taskId)) {
       const sentId = this.sent.get(input.id);
       if (input.status === 'pending') {
-        if (sentId || !canReceive(this.ctx.session, input.kind)) continue;
-        // A client that takes the question as its own task gets one copy only, on its GET stream.
-        if (task.sessionId === this.ctx.session.id && acceptsAsTask(this.ctx.session, input.kind)) continue;
+        // A client already answering through a task of its own is not asked again.
+        if (sentId || input.clientTaskId || !canReceive(this.ctx.session, input.kind)) continue;
         const id = inputRequestId(input.id, randomBytes(6).toString('base64url'));
+        const asTask = acceptsAsTask(this.ctx.session, input.kind) ? { ttl: Math.max(1000, task.expiresAt - Date.now()) } : undefined;
         this.sent.set(input.id, id);
-        this.ctx.send(requestFor(input, id));
-      } else if (sentId && !this.withdrawn.has(input.id) && input.answeredVia !== sentId) {
+        this.ctx.send(requestFor(input, id, asTask));
+      } else if (sentId && !input.clientTaskId && !this.withdrawn.has(input.id) && input.answeredVia !== sentId) {
         this.withdrawn.add(input.id);
         this.ctx.send(withdrawalFor(input, sentId));
       }

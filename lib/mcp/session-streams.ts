@@ -1,6 +1,8 @@
 import { getTaskById } from '@/db/queries/tasks';
 import type { TaskInputRow } from '@/lib/tasks/inputs';
+import { listPendingTaskInputsBySessionId } from '@/db/queries/inputs';
 import { ClientRequests } from './client-requests';
+import { clientTaskVia } from './client-task-poller';
 import { acceptsAsTask, canReceive, getStreamCopy, inputRequestId, requestFor, withdrawalFor } from './input-requests';
 import {
   appendSessionMessage,
@@ -28,7 +30,7 @@ export class SessionStreams {
   constructor(private readonly bus: EventBus) {}
 
   /** Opens the session's stream; a newer stream replaces an older one (the client reconnected). */
-  open(session: Pick<McpSession, 'id' | 'protocolVersion'>, lastEventId: string | null): SseStream {
+  open(session: McpSession, lastEventId: string | null): SseStream {
     const sessionId = session.id;
     this.close(sessionId);
     const stream = new SseStream();
@@ -37,6 +39,13 @@ export class SessionStreams {
     let cursor = resumeFrom ?? getLastSessionMessageId(sessionId);
     // Clients before 2025-11-25 would try to parse an event without a message.
     if (resumeFrom === null && session.protocolVersion === tasksProtocolVersion) stream.prime(cursor);
+    // A fresh stream starts after the newest message: the questions still open are asked on it again.
+    if (resumeFrom === null) {
+      for (const input of listPendingTaskInputsBySessionId(sessionId)) {
+        const task = getTaskById(input.taskId);
+        if (task && !input.clientTaskId && canReceive(session, input.kind)) this.sendQuestion(session, input, task.expiresAt);
+      }
+    }
 
     let pending = true;
     let wake = () => {};
@@ -80,17 +89,25 @@ export class SessionStreams {
     const task = getTaskById(input.taskId);
     const session = task?.sessionId ? getMcpSessionById(task.sessionId) : undefined;
     if (!task || !session || !canReceive(session, input.kind)) return;
-    const id = inputRequestId(input.id, getStreamCopy);
     if (input.status === 'pending') {
-      const asTask = acceptsAsTask(session, input.kind) ? { ttl: Math.max(1000, task.expiresAt - Date.now()) } : undefined;
-      this.deliver(session.id, requestFor(input, id, asTask));
-    } else if (input.answeredVia !== id) {
-      this.deliver(session.id, withdrawalFor(input, id));
-      // The client's own task for this question is no longer needed.
-      if (input.clientTaskId) {
+      this.sendQuestion(session, input, task.expiresAt);
+      return;
+    }
+    if (input.clientTaskId) {
+      // The client is answering through a task of its own: cancel it unless it gave the answer.
+      if (input.answeredVia !== clientTaskVia(input.clientTaskId)) {
         this.clientRequests.send(session.id, 'tasks/cancel', { taskId: input.clientTaskId }).catch(() => {});
       }
+      return;
     }
+    const id = inputRequestId(input.id, getStreamCopy);
+    if (input.answeredVia !== id) this.deliver(session.id, withdrawalFor(input, id));
+  }
+
+  /** The GET-stream copy of a question; task-augmented for clients that take such requests as tasks. */
+  private sendQuestion(session: McpSession, input: TaskInputRow, taskExpiresAt: number): void {
+    const asTask = acceptsAsTask(session, input.kind) ? { ttl: Math.max(1000, taskExpiresAt - Date.now()) } : undefined;
+    this.deliver(session.id, requestFor(input, inputRequestId(input.id, getStreamCopy), asTask));
   }
 
   close(sessionId: string): void {

@@ -32,16 +32,23 @@ const isObject = (value: unknown): value is Json => typeof value === 'object' &&
 const num = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) ? value : undefined);
 const str = (value: unknown) => (typeof value === 'string' ? value : undefined);
 
-function optionsOf(schema: Json): FieldOption[] | undefined {
-  if (Array.isArray(schema.oneOf)) {
-    return schema.oneOf.filter(isObject).map((option) => ({ value: String(option.const), label: String(option.title ?? option.const) }));
+/** The choices of a select, undefined when the schema has none, or an error for choices that are not strings. */
+function optionsOf(schema: Json): FieldOption[] | undefined | { error: string } {
+  if (Array.isArray(schema.oneOf) || Array.isArray(schema.anyOf)) {
+    const choices = (schema.oneOf ?? schema.anyOf) as unknown[];
+    if (!choices.every((option) => isObject(option) && typeof option.const === 'string')) return { error: 'every choice needs a string const' };
+    return (choices as Json[]).map((option) => ({ value: String(option.const), label: String(option.title ?? option.const) }));
   }
   if (Array.isArray(schema.enum)) {
+    if (!schema.enum.every((value) => typeof value === 'string')) return { error: 'enum values must be strings' };
     const names = Array.isArray(schema.enumNames) ? schema.enumNames : [];
     return schema.enum.map((value, index) => ({ value: String(value), label: String(names[index] ?? value) }));
   }
   return undefined;
 }
+
+/** Form fields named so would collide with the dashboard form's own. */
+const reservedPrefix = '$';
 
 /** The fields of a requestedSchema, or an error naming what is not a valid elicitation schema. */
 export function describeFields(requestedSchema: unknown): { ok: true; fields: ElicitationField[] } | { ok: false; message: string } {
@@ -52,8 +59,10 @@ export function describeFields(requestedSchema: unknown): { ok: true; fields: El
   const fields: ElicitationField[] = [];
   for (const [name, raw] of Object.entries(requestedSchema.properties)) {
     if (!isObject(raw)) return { ok: false, message: `requestedSchema.properties.${name} must be a schema` };
+    if (name.startsWith(reservedPrefix)) return { ok: false, message: `requestedSchema.properties.${name}: names may not start with ${reservedPrefix}` };
     const base = { name, title: str(raw.title) ?? name, description: str(raw.description), required: required.has(name) };
     const options = optionsOf(raw);
+    if (options && 'error' in options) return { ok: false, message: `requestedSchema.properties.${name}: ${options.error}` };
     if (raw.type === 'string' && options) {
       fields.push({ ...base, kind: 'select', options, default: str(raw.default) });
     } else if (raw.type === 'string') {
@@ -64,10 +73,9 @@ export function describeFields(requestedSchema: unknown): { ok: true; fields: El
     } else if (raw.type === 'boolean') {
       fields.push({ ...base, kind: 'boolean', default: typeof raw.default === 'boolean' ? raw.default : undefined });
     } else if (raw.type === 'array' && isObject(raw.items)) {
-      const itemOptions = Array.isArray(raw.items.anyOf)
-        ? raw.items.anyOf.filter(isObject).map((option) => ({ value: String(option.const), label: String(option.title ?? option.const) }))
-        : optionsOf(raw.items);
+      const itemOptions = optionsOf(raw.items);
       if (!itemOptions) return { ok: false, message: `requestedSchema.properties.${name}: a multi-select needs items with enum or anyOf` };
+      if ('error' in itemOptions) return { ok: false, message: `requestedSchema.properties.${name}.items: ${itemOptions.error}` };
       const defaults = Array.isArray(raw.default) ? raw.default.map(String) : undefined;
       fields.push({ ...base, kind: 'multiselect', options: itemOptions, minItems: num(raw.minItems), maxItems: num(raw.maxItems), default: defaults });
     } else {
@@ -79,18 +87,27 @@ export function describeFields(requestedSchema: unknown): { ok: true; fields: El
 
 const emailPattern = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const datePattern = /^\d{4}-\d{2}-\d{2}$/;
-const dateTimePattern = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/;
+/** RFC 3339 date-time: seconds and an offset required; T and Z in either case. */
+const dateTimePattern = /^(\d{4}-\d{2}-\d{2})T([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d+)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$/i;
+
+/** A calendar date that exists (no 31 February): it survives a round trip through Date. */
+const isRealDate = (value: string) => datePattern.test(value) && !Number.isNaN(Date.parse(`${value}T00:00:00Z`)) && new Date(`${value}T00:00:00Z`).toISOString().startsWith(value);
 
 function checkField(field: ElicitationField, value: unknown): string | undefined {
   switch (field.kind) {
     case 'string': {
       if (typeof value !== 'string') return 'must be text';
-      if (field.minLength !== undefined && value.length < field.minLength) return `must be at least ${field.minLength} characters`;
-      if (field.maxLength !== undefined && value.length > field.maxLength) return `must be at most ${field.maxLength} characters`;
+      // Characters as people count them (code points), not UTF-16 units.
+      const length = [...value].length;
+      if (field.minLength !== undefined && length < field.minLength) return `must be at least ${field.minLength} characters`;
+      if (field.maxLength !== undefined && length > field.maxLength) return `must be at most ${field.maxLength} characters`;
       if (field.format === 'email' && !emailPattern.test(value)) return 'must be an email address';
       if (field.format === 'uri' && !URL.canParse(value)) return 'must be a URL';
-      if (field.format === 'date' && !(datePattern.test(value) && !Number.isNaN(Date.parse(value)))) return 'must be a date (YYYY-MM-DD)';
-      if (field.format === 'date-time' && !(dateTimePattern.test(value) && !Number.isNaN(Date.parse(value)))) return 'must be a date and time';
+      if (field.format === 'date' && !isRealDate(value)) return 'must be a date (YYYY-MM-DD)';
+      if (field.format === 'date-time') {
+        const match = dateTimePattern.exec(value);
+        if (!match || !isRealDate(match[1])) return 'must be a date and time';
+      }
       return undefined;
     }
     case 'number':
@@ -129,7 +146,7 @@ export function validateElicitResponse(fields: ElicitationField[], raw: unknown)
   if (!isObject(content)) return { ok: false, message: 'content must be an object', fieldErrors: {} };
   const fieldErrors: Record<string, string> = {};
   for (const field of fields) {
-    const value = content[field.name];
+    const value = Object.hasOwn(content, field.name) ? content[field.name] : undefined;
     if (value === undefined || value === null) {
       if (field.required) fieldErrors[field.name] = 'is required';
       continue;
@@ -146,7 +163,9 @@ export function validateElicitResponse(fields: ElicitationField[], raw: unknown)
       .join('; ');
     return { ok: false, message: `Invalid answer: ${message}`, fieldErrors };
   }
-  const accepted = Object.fromEntries(fields.filter((field) => content[field.name] != null).map((field) => [field.name, content[field.name]]));
+  const accepted = Object.fromEntries(
+    fields.filter((field) => Object.hasOwn(content, field.name) && content[field.name] != null).map((field) => [field.name, content[field.name]]),
+  );
   return { ok: true, response: { action, content: accepted as ElicitResponse['content'] } };
 }
 

@@ -285,6 +285,8 @@ export class TaskEngine {
       },
       createMessage: async (request, { key }) => {
         const answered = await this.inputs.ask(row, 'sampling', key, request, controller.signal);
+        const refused = answered.response?.error as { code?: number; message?: string } | undefined;
+        if (refused) throw new ToolProtocolError(refused.code ?? -32603, `The client refused sampling/createMessage: ${refused.message ?? 'no reason given'}`);
         return answered.response ?? {};
       },
     };

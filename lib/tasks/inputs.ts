@@ -4,15 +4,19 @@ import {
   findOrCreateTaskInput,
   getTaskInputById,
   listTaskInputsByTaskId,
-  setTaskInputClientTaskId,
+  claimTaskInputForClientTask,
+  clearTaskInputClientTaskId,
+  listPendingTaskInputsBySessionId,
+  listPendingTaskInputsWithClientTask,
   withdrawPendingTaskInputs,
   type InputKind,
   type TaskInputRow,
 } from '@/db/queries/inputs';
-import { transitionTask, type TaskRow } from '@/db/queries/tasks';
+import { getTaskById, transitionTask, type TaskRow } from '@/db/queries/tasks';
 import { inTransaction } from '@/db/queries/transaction';
 import { publishTaskEvent, topics, type EventBus } from './bus';
 import { describeFields, validateElicitResponse } from './elicitation';
+import { isTerminal } from './states';
 import { waitFor } from './wait';
 
 export type { TaskInputRow };
@@ -36,7 +40,11 @@ export class TaskInputs {
   async ask(task: TaskRow, kind: InputKind, key: string, request: Record<string, unknown>, signal: AbortSignal): Promise<TaskInputRow> {
     const statusMessage =
       kind === 'elicitation' ? `Waiting for input: ${String(request.message ?? 'a question')}` : "Waiting for the client's model to answer";
+    signal.throwIfAborted();
     const { input, created, moved } = inTransaction(() => {
+      // A task that has ended asks nothing: its question could never be withdrawn.
+      const current = getTaskById(task.id);
+      if (!current || isTerminal(current.status)) throw new DOMException('The task has ended', 'AbortError');
       const found = findOrCreateTaskInput({ taskId: task.id, userId: task.userId, key, kind, request });
       const movedTask = found.created
         ? transitionTask(task.id, { from: ['working'], to: 'input_required', statusMessage, actor: 'system' })
@@ -80,8 +88,33 @@ export class TaskInputs {
     return getTaskInputById(inputId)?.status === 'pending';
   }
 
-  rememberClientTask(inputId: string, clientTaskId: string): void {
-    setTaskInputClientTaskId(inputId, clientTaskId);
+  /** The client took an open question as a task of its own; false when it is not open, not this user's, or taken already. */
+  claimForClientTask(inputId: string, userId: string, clientTaskId: string): boolean {
+    return claimTaskInputForClientTask(inputId, userId, clientTaskId);
+  }
+
+  /** The client's task for a question went nowhere: the question is asked again like any other. */
+  forgetClientTask(inputId: string): void {
+    clearTaskInputClientTaskId(inputId);
+  }
+
+  listPendingForSession(sessionId: string): TaskInputRow[] {
+    return listPendingTaskInputsBySessionId(sessionId);
+  }
+
+  listFollowedByClientTasks() {
+    return listPendingTaskInputsWithClientTask();
+  }
+
+  /**
+   * A client refused a request it alone can answer (sampling): the asking tool gets the client's error.
+   * Questions a person can answer in the dashboard stay open instead.
+   */
+  refuse(inputId: string, userId: string, error: { code: number; message: string }, label: string | null, via: string): void {
+    const input = getTaskInputById(inputId);
+    if (!input || input.userId !== userId || input.kind !== 'sampling' || input.status !== 'pending') return;
+    const answered = answerTaskInput(inputId, { response: { error }, answeredBy: 'client', answeredByLabel: label, answeredVia: via });
+    if (answered) this.publish(answered);
   }
 
   /** Closes the open questions of a task that has ended. */
@@ -118,7 +151,14 @@ function closedMessage(input: TaskInputRow): string {
 function checkResponse(input: TaskInputRow, raw: unknown) {
   if (input.kind === 'sampling') {
     const result = raw as Record<string, unknown> | null;
-    const valid = result && typeof result === 'object' && typeof result.role === 'string' && result.content && typeof result.model === 'string';
+    const content = result?.content;
+    const valid =
+      result &&
+      typeof result === 'object' &&
+      (result.role === 'assistant' || result.role === 'user') &&
+      typeof content === 'object' &&
+      content !== null &&
+      typeof result.model === 'string';
     return valid
       ? { ok: true as const, response: result as Record<string, unknown> }
       : { ok: false as const, message: 'A sampling result needs role, content and model', fieldErrors: {} };

@@ -52,6 +52,8 @@ export interface ToolDefinition<Schema extends z.ZodObject = z.ZodObject> {
   taskSupport: TaskSupport;
   /** A resumable tool is run again after a restart instead of being failed. */
   resumable?: boolean;
+  /** A capability the calling client must have declared, for a tool that needs the client's help. */
+  requiresClient?: 'sampling';
   run(args: z.infer<Schema>, ctx: ToolContext): Promise<CallToolResult>;
 }
 

@@ -13,6 +13,7 @@ export const summarizeTool = defineTool({
   }),
   taskSupport: 'required',
   resumable: true,
+  requiresClient: 'sampling',
   async run({ text, maxTokens }, ctx) {
     ctx.status("Waiting for the client's model");
     const reply = await ctx.createMessage(

@@ -124,6 +124,25 @@ describe('sampling with the official SDK client', () => {
     }
   });
 
+  it('refuses a sampling tool to a client that cannot sample', async () => {
+    const mcp = await rawSession({ elicitation: {} });
+    const error = await mcp.error('tools/call', { name: 'summarize', arguments: { text: 'x' }, task: {} });
+    expect(error.code).toBe(-32600);
+    expect(error.message).toMatch(/needs a client that supports sampling/);
+  });
+
+  it("fails the task with the client's error when it refuses a sampling request", async () => {
+    const mcp = await rawSession({ sampling: {} });
+    const taskId = await startTool(mcp, 'summarize', { text: 'x' });
+    const { reader, id } = await resultStream(mcp, taskId);
+    const request = await reader.nextMessage();
+    const refusal = await mcp.post({ jsonrpc: '2.0', id: request!.id, error: { code: -32600, message: 'User rejected sampling' } });
+    expect(refusal.status).toBe(202);
+    const final = await reader.nextMessage();
+    expect(final).toMatchObject({ id, error: { code: -32600, message: 'The client refused sampling/createMessage: User rejected sampling' } });
+    expect((await mcp.call('tasks/get', { taskId })).status).toBe('failed');
+  });
+
   it('refuses a sampling result without role, content and model', async () => {
     const mcp = await rawSession({ sampling: {} });
     const taskId = await startTool(mcp, 'summarize', { text: 'x' });
@@ -182,6 +201,45 @@ describe('a client that takes questions as tasks of its own', () => {
       await transport.terminateSession().catch(() => {});
       await client.close();
     }
+  });
+
+  it('asks on a GET stream opened after the question, when nothing else would reach the client', async () => {
+    const mcp = await rawSession({ elicitation: {}, tasks: { requests: { elicitation: { create: {} } } } });
+    const taskId = await startTool(mcp, 'ask_human', { question: 'Late stream?' });
+    await waitForStatus(mcp, taskId, 'input_required');
+    const stream = await mcp.openGetStream();
+    let question;
+    do question = await stream.nextMessage();
+    while (question?.method !== 'elicitation/create');
+    expect(question.params.task.ttl).toBeGreaterThan(0);
+    expect(question.params.message).toBe('Late stream?');
+    // Answering plainly (not as a task) is accepted too.
+    expect((await answer(mcp, question.id, { action: 'accept', content: { answer: 'seen' } })).status).toBe(202);
+    await waitForStatus(mcp, taskId, 'completed');
+    await stream.close();
+  });
+
+  it('cancels a client task created for a question that was already answered', async () => {
+    const mcp = await rawSession({ elicitation: {}, tasks: { requests: { elicitation: { create: {} } } } });
+    const stream = await mcp.openGetStream();
+    await stream.next();
+    const taskId = await startTool(mcp, 'ask_human', { question: 'Twice?' });
+    let question;
+    do question = await stream.nextMessage();
+    while (question?.method !== 'elicitation/create');
+    const { reader } = await resultStream(mcp, taskId);
+    const second = await reader.nextMessage();
+    const now = new Date().toISOString();
+    const clientTask = (id: string) => ({ task: { taskId: id, status: 'working', createdAt: now, lastUpdatedAt: now, ttl: 60000 } });
+    expect((await answer(mcp, question.id, clientTask('client-task-1'))).status).toBe(202);
+    expect((await answer(mcp, second!.id, clientTask('client-task-2'))).status).toBe(202);
+    let cancel;
+    do cancel = await stream.nextMessage();
+    while (cancel?.method !== 'tasks/cancel');
+    expect(cancel.params).toEqual({ taskId: 'client-task-2' });
+    expect(server.db().prepare('SELECT client_task_id FROM task_inputs WHERE task_id = ?').get(taskId)).toEqual({ client_task_id: 'client-task-1' });
+    await mcp.call('tasks/cancel', { taskId });
+    await stream.close();
   });
 
   it("cancels the client's task when the server's task is cancelled", async () => {
@@ -298,7 +356,10 @@ describe('questions over raw HTTP', () => {
 
     expect((await answer(mcp, getCopy.id, { action: 'accept', content: { answer: 'get' } })).status).toBe(202);
     const withdrawal = await reader.nextMessage();
-    expect(withdrawal).toMatchObject({ method: 'notifications/cancelled', params: { requestId: resultCopy!.id } });
+    expect(withdrawal).toMatchObject({
+      method: 'notifications/cancelled',
+      params: { requestId: resultCopy!.id, _meta: { 'io.modelcontextprotocol/related-task': { taskId } } },
+    });
     const final = await reader.nextMessage();
     expect(final).toMatchObject({ id, result: { structuredContent: { content: { answer: 'get' } } } });
     expect((await answer(mcp, resultCopy!.id, { action: 'accept', content: { answer: 'late' } })).status).toBe(202);

@@ -6,6 +6,9 @@ import { getCurrentUser } from '@/lib/auth/session';
 import { getRuntime } from '@/lib/runtime';
 import { contentFromForm, describeFields } from '@/lib/tasks/elicitation';
 
+/** The name of the form's button field; schemas may not use names starting with "$". */
+const actionField = '$action';
+
 export type AnswerState = {
   ok: boolean;
   message?: string;
@@ -22,7 +25,7 @@ export async function answerQuestionAction(inputId: string, _previous: AnswerSta
   if (!input || input.userId !== user.id || input.kind !== 'elicitation') return { ok: false, message: 'This question no longer exists.' };
   const fields = describeFields(input.request.requestedSchema);
   if (!fields.ok) return { ok: false, message: `This question cannot be answered here: ${fields.message}` };
-  const intent = String(form.get('intent') ?? 'accept');
+  const intent = String(form.get(actionField) ?? 'accept');
   const action = intent === 'decline' || intent === 'cancel' ? intent : 'accept';
   const response = action === 'accept' ? { action, content: contentFromForm(fields.fields, form) } : { action };
   const outcome = getRuntime().engine.inputs.answer(inputId, user.id, response, 'dashboard', user.email);

@@ -2,13 +2,13 @@ import Link from 'next/link';
 import { SignOutButton } from '@/components/auth/sign-out-button';
 import { LiveRefresh } from '@/components/tasks/live-refresh';
 import { NavLink } from '@/components/ui/nav-link';
-import { countPendingTaskInputsByUserId } from '@/db/queries/inputs';
+import { getRuntime } from '@/lib/runtime';
 import { getCurrentUser } from '@/lib/auth/session';
 
 export default async function DashboardLayout({ children }: { children: React.ReactNode }) {
   // Each page checks the session itself too; this only fills the header.
   const user = await getCurrentUser();
-  const waiting = user ? countPendingTaskInputsByUserId(user.id, 'elicitation') : 0;
+  const waiting = user ? getRuntime().engine.inputs.countWaitingForUser(user.id) : 0;
   return (
     <div className="min-h-screen bg-zinc-50 dark:bg-zinc-950">
       <header className="border-b border-zinc-200 bg-white dark:border-zinc-800 dark:bg-zinc-900">

@@ -3,8 +3,10 @@ import {
   getAccessTokenByHash,
   getAccessTokenById,
   insertAccessToken,
+  listAccessTokensByUserId,
   markAccessTokenUsed,
   revokeAccessTokenByHash,
+  revokeAccessTokenById,
   type AccessToken,
 } from '@/db/queries/tokens';
 
@@ -58,6 +60,15 @@ export function verifyBearer(authorization: string | null): TokenCheck {
 export function isAccessTokenActive(tokenId: string): boolean {
   const token = getAccessTokenById(tokenId);
   return Boolean(token && token.revokedAt === null && (token.expiresAt === null || token.expiresAt > Date.now()));
+}
+
+export function listAccessTokens(userId: string): AccessToken[] {
+  return listAccessTokensByUserId(userId);
+}
+
+/** Revokes one of the user's tokens; false when it is not theirs or already revoked. */
+export function revokeAccessToken(tokenId: string, userId: string): boolean {
+  return revokeAccessTokenById(tokenId, userId);
 }
 
 /** Revokes a token given in clear; false when it is unknown or already revoked. */

@@ -44,8 +44,12 @@ export function acceptsAsTask(session: Pick<McpSession, 'clientCapabilities'>, k
     : objectAt(objectAt(requests, 'elicitation'), 'create') !== undefined;
 }
 
-/** The request for one copy of a question; task-augmented (with a ttl) for clients that take it so. */
-export function requestFor(input: TaskInputRow, id: string, asTask?: { ttl: number }) {
+/**
+ * The request for one copy of a question. For a session whose client takes such requests as tasks of
+ * its own, it is task-augmented, with a ttl that ends with the asking task.
+ */
+export function requestFor(input: TaskInputRow, id: string, session: Pick<McpSession, 'clientCapabilities'>, taskExpiresAt: number) {
+  const asTask = acceptsAsTask(session, input.kind) ? { ttl: Math.max(1000, taskExpiresAt - Date.now()) } : undefined;
   const method = input.kind === 'sampling' ? 'sampling/createMessage' : 'elicitation/create';
   const requestMeta = (input.request._meta ?? {}) as Record<string, unknown>;
   return {

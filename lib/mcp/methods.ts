@@ -5,7 +5,7 @@ import { isTaskError, type TaskEngine, type TaskRow } from '@/lib/tasks/engine';
 import { isTerminal } from '@/lib/tasks/states';
 import { randomBytes } from 'node:crypto';
 import { ErrorCode, RpcError } from './errors';
-import { acceptsAsTask, canReceive, inputRequestId, requestFor, withdrawalFor } from './input-requests';
+import { canReceive, inputRequestId, requestFor, withdrawalFor } from './input-requests';
 import {
   callToolParamsSchema,
   listParamsSchema,
@@ -121,9 +121,8 @@ class QuestionRelay {
         // A client already answering through a task of its own is not asked again.
         if (sentId || input.clientTaskId || !canReceive(this.ctx.session, input.kind)) continue;
         const id = inputRequestId(input.id, randomBytes(6).toString('base64url'));
-        const asTask = acceptsAsTask(this.ctx.session, input.kind) ? { ttl: Math.max(1000, task.expiresAt - Date.now()) } : undefined;
         this.sent.set(input.id, id);
-        this.ctx.send(requestFor(input, id, asTask));
+        this.ctx.send(requestFor(input, id, this.ctx.session, task.expiresAt));
       } else if (sentId && !input.clientTaskId && !this.withdrawn.has(input.id) && input.answeredVia !== sentId) {
         this.withdrawn.add(input.id);
         this.ctx.send(withdrawalFor(input, sentId));

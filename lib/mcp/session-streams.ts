@@ -3,7 +3,7 @@ import type { TaskInputRow } from '@/lib/tasks/inputs';
 import { listPendingTaskInputsBySessionId } from '@/db/queries/inputs';
 import { ClientRequests } from './client-requests';
 import { clientTaskVia } from './client-task-poller';
-import { acceptsAsTask, canReceive, getStreamCopy, inputRequestId, requestFor, withdrawalFor } from './input-requests';
+import { canReceive, getStreamCopy, inputRequestId, requestFor, withdrawalFor } from './input-requests';
 import {
   appendSessionMessage,
   getMcpSessionById,
@@ -104,10 +104,9 @@ export class SessionStreams {
     if (input.answeredVia !== id) this.deliver(session.id, withdrawalFor(input, id));
   }
 
-  /** The GET-stream copy of a question; task-augmented for clients that take such requests as tasks. */
+  /** The GET-stream copy of a question. */
   private sendQuestion(session: McpSession, input: TaskInputRow, taskExpiresAt: number): void {
-    const asTask = acceptsAsTask(session, input.kind) ? { ttl: Math.max(1000, taskExpiresAt - Date.now()) } : undefined;
-    this.deliver(session.id, requestFor(input, inputRequestId(input.id, getStreamCopy), asTask));
+    this.deliver(session.id, requestFor(input, inputRequestId(input.id, getStreamCopy), session, taskExpiresAt));
   }
 
   close(sessionId: string): void {

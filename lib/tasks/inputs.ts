@@ -5,6 +5,8 @@ import {
   getTaskInputById,
   listTaskInputsByTaskId,
   claimTaskInputForClientTask,
+  countPendingTaskInputsByUserId,
+  listPendingTaskInputsByUserId,
   clearTaskInputClientTaskId,
   listPendingTaskInputsBySessionId,
   listPendingTaskInputsWithClientTask,
@@ -96,6 +98,20 @@ export class TaskInputs {
   /** The client's task for a question went nowhere: the question is asked again like any other. */
   forgetClientTask(inputId: string): void {
     clearTaskInputClientTaskId(inputId);
+  }
+
+  get(inputId: string): TaskInputRow | undefined {
+    return getTaskInputById(inputId);
+  }
+
+  /** A user's open questions with their tasks, newest first: the dashboard's inbox. */
+  listPendingForUser(userId: string) {
+    return listPendingTaskInputsByUserId(userId);
+  }
+
+  /** How many questions wait for a person (model calls wait for the client, not for them). */
+  countWaitingForUser(userId: string): number {
+    return countPendingTaskInputsByUserId(userId, 'elicitation');
   }
 
   listPendingForSession(sessionId: string): TaskInputRow[] {

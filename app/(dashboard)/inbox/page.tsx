@@ -1,6 +1,6 @@
 import Link from 'next/link';
 import { RelativeTime } from '@/components/ui/relative-time';
-import { listPendingTaskInputsByUserId } from '@/db/queries/inputs';
+import { getRuntime } from '@/lib/runtime';
 import { requireUser } from '@/lib/auth/session';
 
 export const dynamic = 'force-dynamic';
@@ -8,7 +8,7 @@ export const metadata = { title: 'Inbox · MCP Task Server' };
 
 export default async function InboxPage() {
   const user = await requireUser('/inbox');
-  const waiting = listPendingTaskInputsByUserId(user.id);
+  const waiting = getRuntime().engine.inputs.listPendingForUser(user.id);
   return (
     <div className="space-y-6">
       <div>

@@ -2,9 +2,8 @@
 
 import { revalidatePath } from 'next/cache';
 import { z } from 'zod';
-import { revokeAccessTokenById } from '@/db/queries/tokens';
 import { getCurrentUser } from '@/lib/auth/session';
-import { issueAccessToken } from '@/lib/auth/tokens';
+import { issueAccessToken, revokeAccessToken } from '@/lib/auth/tokens';
 
 export type CreateTokenState = { token?: string; name?: string; error?: string };
 
@@ -28,7 +27,7 @@ export async function createTokenAction(_previous: CreateTokenState, form: FormD
 export async function revokeTokenAction(tokenId: string): Promise<{ error?: string }> {
   const user = await getCurrentUser();
   if (!user) return { error: sessionExpired };
-  if (!revokeAccessTokenById(tokenId, user.id)) return { error: 'This token is already revoked or does not exist.' };
+  if (!revokeAccessToken(tokenId, user.id)) return { error: 'This token is already revoked or does not exist.' };
   revalidatePath('/tokens');
   return {};
 }

@@ -2,7 +2,7 @@ import { CreateTokenForm } from '@/components/tokens/create-token-form';
 import { RevokeTokenButton } from '@/components/tokens/revoke-token-button';
 import { Card } from '@/components/ui/card';
 import { RelativeTime } from '@/components/ui/relative-time';
-import { listAccessTokensByUserId } from '@/db/queries/tokens';
+import { listAccessTokens } from '@/lib/auth/tokens';
 import { requireUser } from '@/lib/auth/session';
 
 export const dynamic = 'force-dynamic';
@@ -10,7 +10,7 @@ export const metadata = { title: 'Access tokens · MCP Task Server' };
 
 export default async function TokensPage() {
   const user = await requireUser('/tokens');
-  const tokens = listAccessTokensByUserId(user.id);
+  const tokens = listAccessTokens(user.id);
   const now = Date.now();
   return (
     <div className="space-y-6">

@@ -1,7 +1,6 @@
 'use server';
 
 import { revalidatePath } from 'next/cache';
-import { getTaskInputById } from '@/db/queries/inputs';
 import { getCurrentUser } from '@/lib/auth/session';
 import { getRuntime } from '@/lib/runtime';
 import { contentFromForm, describeFields } from '@/lib/tasks/elicitation';
@@ -21,14 +20,15 @@ export type AnswerState = {
 export async function answerQuestionAction(inputId: string, _previous: AnswerState, form: FormData): Promise<AnswerState> {
   const user = await getCurrentUser();
   if (!user) return { ok: false, message: 'Your session has expired. Sign in again to answer.' };
-  const input = getTaskInputById(inputId);
+  const { engine } = getRuntime();
+  const input = engine.inputs.get(inputId);
   if (!input || input.userId !== user.id || input.kind !== 'elicitation') return { ok: false, message: 'This question no longer exists.' };
   const fields = describeFields(input.request.requestedSchema);
   if (!fields.ok) return { ok: false, message: `This question cannot be answered here: ${fields.message}` };
   const intent = String(form.get(actionField) ?? 'accept');
   const action = intent === 'decline' || intent === 'cancel' ? intent : 'accept';
   const response = action === 'accept' ? { action, content: contentFromForm(fields.fields, form) } : { action };
-  const outcome = getRuntime().engine.inputs.answer(inputId, user.id, response, 'dashboard', user.email);
+  const outcome = engine.inputs.answer(inputId, user.id, response, 'dashboard', user.email);
   revalidatePath(`/tasks/${input.taskId}`);
   if (outcome.ok) return { ok: true };
   const values = Object.fromEntries(

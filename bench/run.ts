@@ -366,7 +366,8 @@ async function benchmarks(server: TestServer): Promise<void> {
   const busyActivityPromise = activityOver(pgid, config.cpuWindowMs);
   const busy = await rssOver(pgid, config.cpuWindowMs);
   const busyActivity = await busyActivityPromise;
-  const walGrowthPerSecond = (size('app.db-wal') - walBusyStart) / ((performance.now() - busyStarted) / 1000);
+  const walBusyEnd = size('app.db-wal');
+  const walGrowthPerSecond = (walBusyEnd - walBusyStart) / ((performance.now() - busyStarted) / 1000);
   const counts = server.db().prepare(`SELECT status, count(*) AS n FROM tasks WHERE id IN (SELECT value FROM json_each(?)) GROUP BY status`).all(JSON.stringify(working)) as Array<{ status: string; n: number }>;
   const stillWorking = counts.find((row) => row.status === 'working')?.n ?? 0;
   const probe = await first.call('tasks/get', { taskId: working[0] }).catch(() => undefined);
@@ -392,7 +393,7 @@ async function benchmarks(server: TestServer): Promise<void> {
     ['server CPU / writes idle', `${fmt(idleActivity.cpuPercent, 1)} % of one core / ${mib(idleActivity.writtenPerSecond / 1024)}/s`],
     [`server CPU / writes with ${stillWorking} working tasks`, `${fmt(busyActivity.cpuPercent, 1)} % of one core / ${mib(busyActivity.writtenPerSecond / 1024)}/s`],
     ['server CPU / writes after cancelling them', `${fmt(afterActivity.cpuPercent, 1)} % of one core / ${mib(afterActivity.writtenPerSecond / 1024)}/s`],
-    ['WAL file before / after the working tasks', `${mib(walBefore / 1024)} / ${mib(walAfter / 1024)}`],
+    ['WAL file before / at the end of the working window / after cancelling', `${mib(walBefore / 1024)} / ${mib(walBusyEnd / 1024)} / ${mib(walAfter / 1024)}`],
     [`WAL file growth with ${stillWorking} working tasks`, `${mib(walGrowthPerSecond / 1024)}/s (${fmt(walGrowthPerSecond / 1024 / Math.max(1, stillWorking), 1)} KiB/s per task)`],
   );
   if (stillWorking !== working.length) notes.push(`5: only ${stillWorking} of ${working.length} tasks were still working when measured: ${JSON.stringify(counts)}.`);

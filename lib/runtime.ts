@@ -1,5 +1,5 @@
 import packageJson from '@/package.json';
-import { deleteSessionMessagesOlderThan, getMcpSessionById } from '@/db/queries/sessions';
+import { deleteSessionMessagesOlderThan, endIdleMcpSessions, getMcpSessionById } from '@/db/queries/sessions';
 import { getServerSecret } from '@/lib/auth/secret';
 import { getEnv } from '@/lib/env';
 import { abortRequestsInFlight, type McpContext } from '@/lib/mcp/handler';
@@ -74,6 +74,7 @@ export function getRuntime(): Runtime {
     try {
       engine.sweepExpiredTasks();
       deleteSessionMessagesOlderThan(Date.now() - env.SESSION_MESSAGE_RETENTION_MS);
+      endIdleMcpSessions(Date.now() - env.SESSION_IDLE_TIMEOUT_MS, streams.openSessionIds());
     } catch (error) {
       console.error('TTL sweep failed', error);
     }

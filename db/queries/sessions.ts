@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, isNull, lt, max } from 'drizzle-orm';
+import { and, asc, eq, gt, inArray, isNull, lt, max, notInArray } from 'drizzle-orm';
 import { getDb } from '../client';
 import { mcpSessions, sessionMessages } from '../schema';
 
@@ -15,6 +15,26 @@ export function createMcpSession(input: Omit<McpSession, 'createdAt' | 'lastSeen
 
 export function getMcpSessionById(id: string): McpSession | undefined {
   return getDb().select().from(mcpSessions).where(eq(mcpSessions.id, id)).get();
+}
+
+/** Notes that a session is in use; written at most once a minute per session. */
+export function touchMcpSession(id: string, now: number): void {
+  getDb().update(mcpSessions).set({ lastSeenAt: now }).where(eq(mcpSessions.id, id)).run();
+}
+
+/** Ends the sessions nobody has used since `cutoff`, except those listed (they have a stream open). */
+export function endIdleMcpSessions(cutoff: number, keep: string[]): string[] {
+  return getDb().transaction((tx) => {
+    const ended = tx
+      .update(mcpSessions)
+      .set({ endedAt: Date.now() })
+      .where(and(isNull(mcpSessions.endedAt), lt(mcpSessions.lastSeenAt, cutoff), keep.length > 0 ? notInArray(mcpSessions.id, keep) : undefined))
+      .returning({ id: mcpSessions.id })
+      .all()
+      .map((row) => row.id);
+    if (ended.length > 0) tx.delete(sessionMessages).where(inArray(sessionMessages.sessionId, ended)).run();
+    return ended;
+  });
 }
 
 /** Ends a live session of this user and drops its undelivered messages; false when there is none. */

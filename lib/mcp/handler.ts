@@ -1,4 +1,4 @@
-import { createMcpSession, endMcpSession, getMcpSessionById, type McpSession } from '@/db/queries/sessions';
+import { createMcpSession, endMcpSession, getMcpSessionById, touchMcpSession, type McpSession } from '@/db/queries/sessions';
 import { isAccessTokenActive, verifyBearer } from '@/lib/auth/tokens';
 import type { TaskEngine } from '@/lib/tasks/engine';
 import { ErrorCode, HttpError, isHttpError, isRpcError, RpcError, type JsonRpcErrorObject } from './errors';
@@ -43,6 +43,8 @@ export interface McpContext {
 const sessionHeader = 'mcp-session-id';
 const versionHeader = 'mcp-protocol-version';
 const tokenRecheckMs = 5000;
+/** How often a session's last use is written: idle expiry needs minutes, not milliseconds. */
+const sessionTouchMs = 60_000;
 
 /** Requests in flight, so that notifications/cancelled, DELETE and shutdown can stop them. */
 const globalForRequests = globalThis as unknown as { __mcpTaskServerInFlight?: Map<string, AbortController> };
@@ -124,6 +126,8 @@ function requireSession(request: Request, userId: string): McpSession {
   if (!session || session.userId !== userId || session.endedAt !== null) {
     throw new HttpError(404, ErrorCode.InvalidRequest, 'Session not found: it has ended or never existed; initialize a new one');
   }
+  const now = Date.now();
+  if (now - session.lastSeenAt >= sessionTouchMs) touchMcpSession(session.id, now);
   return session;
 }
 

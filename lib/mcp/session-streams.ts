@@ -109,6 +109,11 @@ export class SessionStreams {
     this.deliver(session.id, requestFor(input, inputRequestId(input.id, getStreamCopy), session, taskExpiresAt));
   }
 
+  /** Sessions with a stream open here: in use, however long since their last request. */
+  openSessionIds(): string[] {
+    return [...this.open_.keys()];
+  }
+
   close(sessionId: string): void {
     this.open_.get(sessionId)?.close();
   }

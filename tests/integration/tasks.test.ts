@@ -425,4 +425,23 @@ describe('the TTL sweeper', () => {
     expect(db.prepare('SELECT count(*) AS n FROM task_events WHERE task_id = ?').get(running.taskId)).toEqual({ n: 0 });
     expect((await mcp.error('tasks/get', { taskId: running.taskId })).message).toMatch(/Task not found/);
   });
+
+  it('ends MCP sessions left idle, but not one with its stream open', async () => {
+    const token = createToken(sweeping, 'idle@example.com');
+    const idle = new RawMcp(sweeping.mcpUrl, token);
+    await idle.initialize();
+    const watching = new RawMcp(sweeping.mcpUrl, token);
+    await watching.initialize();
+    const stream = await watching.openGetStream();
+    await stream.next();
+    const longAgo = Date.now() - 25 * 60 * 60 * 1000;
+    sweeping.db().prepare('UPDATE mcp_sessions SET last_seen_at = ? WHERE id IN (?, ?)').run(longAgo, idle.sessionId, watching.sessionId);
+    const endedAt = (id?: string) => (sweeping.db().prepare('SELECT ended_at FROM mcp_sessions WHERE id = ?').get(id) as { ended_at: number | null }).ended_at;
+    await expect.poll(() => endedAt(idle.sessionId)).not.toBeNull();
+    await sleep(600);
+    expect(endedAt(watching.sessionId)).toBeNull();
+    expect((await idle.request('ping')).status).toBe(404);
+    expect((await watching.request('ping')).status).toBe(200);
+    await stream.close();
+  });
 });

@@ -39,6 +39,11 @@ describe('configuration', () => {
     }
   });
 
+  it('refuses an idle timeout shorter than the minute sessions record their use in', () => {
+    expect(() => parseEnv({ SESSION_IDLE_TIMEOUT_MS: '5000' })).toThrow(/SESSION_IDLE_TIMEOUT_MS/);
+    expect(parseEnv({ SESSION_IDLE_TIMEOUT_MS: '60000' }).SESSION_IDLE_TIMEOUT_MS).toBe(60_000);
+  });
+
   it('refuses a default ttl above the maximum', () => {
     expect(() => parseEnv({ TASK_DEFAULT_TTL_MS: '5000', TASK_MAX_TTL_MS: '1000' })).toThrow(/TASK_DEFAULT_TTL_MS: must not exceed TASK_MAX_TTL_MS/);
   });

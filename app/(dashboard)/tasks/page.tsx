@@ -13,6 +13,24 @@ export const dynamic = 'force-dynamic';
 export const metadata = { title: 'Tasks · MCP Task Server' };
 
 const pageSize = 25;
+
+function FilterSelect(props: { name: string; label: string; value?: string; all: string; options: Array<{ value: string; label: string }> }) {
+  return (
+    <div className="space-y-1">
+      <label htmlFor={`filter-${props.name}`} className="block text-xs font-medium text-zinc-600 dark:text-zinc-400">
+        {props.label}
+      </label>
+      <select id={`filter-${props.name}`} name={props.name} defaultValue={props.value ?? ''} className={inputClass}>
+        <option value="">{props.all}</option>
+        {props.options.map((option) => (
+          <option key={option.value} value={option.value}>
+            {option.label}
+          </option>
+        ))}
+      </select>
+    </div>
+  );
+}
 type SearchParams = Record<string, string | string[] | undefined>;
 const single = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value)?.trim() || undefined;
 
@@ -58,32 +76,14 @@ export default async function TasksPage({ searchParams }: { searchParams: Promis
       </div>
 
       <form method="get" action="/tasks" role="search" aria-label="Filter tasks" className="flex flex-wrap items-end gap-3">
-        <div className="space-y-1">
-          <label htmlFor="filter-status" className="block text-xs font-medium text-zinc-600 dark:text-zinc-400">
-            Status
-          </label>
-          <select id="filter-status" name="status" defaultValue={status ?? ''} className={inputClass}>
-            <option value="">All statuses</option>
-            {taskStatuses.map((value) => (
-              <option key={value} value={value}>
-                {statusLabel(value)} ({counts[value] ?? 0})
-              </option>
-            ))}
-          </select>
-        </div>
-        <div className="space-y-1">
-          <label htmlFor="filter-tool" className="block text-xs font-medium text-zinc-600 dark:text-zinc-400">
-            Tool
-          </label>
-          <select id="filter-tool" name="tool" defaultValue={toolName ?? ''} className={inputClass}>
-            <option value="">All tools</option>
-            {tools.map((tool) => (
-              <option key={tool.name} value={tool.name}>
-                {tool.name}
-              </option>
-            ))}
-          </select>
-        </div>
+        <FilterSelect
+          name="status"
+          label="Status"
+          value={status}
+          all="All statuses"
+          options={taskStatuses.map((value) => ({ value, label: `${statusLabel(value)} (${counts[value] ?? 0})` }))}
+        />
+        <FilterSelect name="tool" label="Tool" value={toolName} all="All tools" options={tools.map((tool) => ({ value: tool.name, label: tool.name }))} />
         <div className="min-w-48 flex-1 space-y-1">
           <label htmlFor="filter-id" className="block text-xs font-medium text-zinc-600 dark:text-zinc-400">
             Task id

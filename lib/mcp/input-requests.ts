@@ -3,13 +3,12 @@ import type { TaskInputRow } from '@/lib/tasks/inputs';
 import { relatedTaskMeta } from './task-messages';
 
 /**
- * Server-to-client requests for a task's questions. Each copy of a question (one on the session's GET
- * stream, one on each tasks/result stream) has its own JSON-RPC id, `input:<inputId>:<copy>`, so the
- * answer names the question it answers and every other copy can be withdrawn.
+ * Server-to-client requests for a task's questions. Each copy of a question (one on each fresh GET
+ * stream, one on each tasks/result or plain call stream) has its own JSON-RPC id, never used twice:
+ * `input:<inputId>:<copy>`, so the answer names the question it answers and every other copy can be
+ * withdrawn.
  */
 const idPattern = /^input:([0-9a-f-]{36}):([A-Za-z0-9_-]+)$/;
-
-export const getStreamCopy = 'g';
 
 export function inputRequestId(inputId: string, copy: string): string {
   return `input:${inputId}:${copy}`;
@@ -34,6 +33,11 @@ export function canReceive(session: Pick<McpSession, 'clientCapabilities'>, kind
   if (!elicitation) return false;
   // `elicitation: {}` means form mode; a client that lists modes must list form.
   return Object.keys(elicitation).length === 0 || objectAt(elicitation, 'form') !== undefined;
+}
+
+/** Whether the client lets us cancel the tasks it runs for us (capabilities.tasks.cancel). */
+export function canCancelTasks(session: Pick<McpSession, 'clientCapabilities'>): boolean {
+  return objectAt(objectAt(session.clientCapabilities, 'tasks'), 'cancel') !== undefined;
 }
 
 /** Whether the client runs this kind of request as a task of its own (tasks.requests.*). */

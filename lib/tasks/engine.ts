@@ -2,6 +2,7 @@ import {
   countActiveTasksByUserId,
   countTasksByStatusForUser,
   deleteExpiredTasks,
+  getCallTaskByRequestId,
   getTaskById,
   getTaskByIdForUser,
   incrementTaskAttempt,
@@ -73,6 +74,8 @@ export interface NewTask {
   args: Record<string, unknown>;
   requestedTtlMs?: number;
   progressToken?: string | number;
+  /** The JSON-RPC id of the plain tools/call this task answers; absent for a task-augmented call. */
+  callRequestId?: string | number;
 }
 
 const restartMessage = 'The server restarted before this task finished, and this tool cannot resume.';
@@ -103,7 +106,9 @@ export class TaskEngine {
     }
     const now = Date.now();
     const requested = input.requestedTtlMs ?? this.config.defaultTtlMs;
-    const ttlMs = Math.max(minTtlMs, Math.min(requested, this.config.maxTtlMs));
+    // The receiver may override the requested ttl: work that waits for a person gets the time it needs.
+    const wanted = Math.max(requested, input.tool.minTtlMs ?? 0);
+    const ttlMs = Math.round(Math.max(minTtlMs, Math.min(wanted, this.config.maxTtlMs)));
     const row = insertTask(
       {
         id: crypto.randomUUID(),
@@ -120,6 +125,8 @@ export class TaskEngine {
         expiresAt: now + ttlMs,
         pollIntervalMs: this.config.pollIntervalMs,
         progressToken: input.progressToken ?? null,
+        invocation: input.callRequestId !== undefined ? 'call' : 'task',
+        callRequestId: input.callRequestId ?? null,
       },
       'client',
     );
@@ -187,6 +194,22 @@ export class TaskEngine {
     this.announce(cancelled, true);
     this.inputs.withdrawAll(taskId);
     return cancelled;
+  }
+
+  /**
+   * Cancels the task a plain tools/call started, when its client cancels that call; false when the call
+   * started no task or the task has ended already.
+   */
+  cancelCallTask(sessionId: string, requestId: string | number, userId: string): boolean {
+    const task = getCallTaskByRequestId(sessionId, requestId, userId);
+    if (!task || isTerminal(task.status)) return false;
+    try {
+      this.cancelTask(task.id, userId, 'client');
+      return true;
+    } catch (error) {
+      if (isTaskError(error)) return false;
+      throw error;
+    }
   }
 
   /**
@@ -286,7 +309,8 @@ export class TaskEngine {
       createMessage: async (request, { key }) => {
         const answered = await this.inputs.ask(row, 'sampling', key, request, controller.signal);
         const refused = answered.response?.error as { code?: number; message?: string } | undefined;
-        if (refused) throw new ToolProtocolError(refused.code ?? -32603, `The client refused sampling/createMessage: ${refused.message ?? 'no reason given'}`);
+        // A failed upstream call is the tool's failure (an isError result the model can read), not a protocol error.
+        if (refused) throw new Error(`the client refused sampling/createMessage: ${refused.message ?? 'no reason given'}`);
         return answered.response ?? {};
       },
     };

@@ -106,8 +106,8 @@ export function listSessionMessagesAfter(sessionId: string, afterId: number, lim
     .all();
 }
 
-/** Whether a response stream has been sent its response (its last message) already. */
-export function hasSessionStreamResponse(sessionId: string, stream: string): boolean {
+/** Whether a response stream has ended: sent its response (its last message), or ended without one. */
+export function hasSessionStreamEnded(sessionId: string, stream: string): boolean {
   const row = getDb()
     .select({ id: sessionMessages.id })
     .from(sessionMessages)
@@ -116,7 +116,7 @@ export function hasSessionStreamResponse(sessionId: string, stream: string): boo
         eq(sessionMessages.sessionId, sessionId),
         eq(sessionMessages.stream, stream),
         sql`json_extract(${sessionMessages.message}, '$.method') IS NULL`,
-        sql`json_extract(${sessionMessages.message}, '$.jsonrpc') IS NOT NULL`,
+        sql`(json_extract(${sessionMessages.message}, '$.jsonrpc') IS NOT NULL OR json_extract(${sessionMessages.message}, '$.end') IS NOT NULL)`,
       ),
     )
     .get();

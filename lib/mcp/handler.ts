@@ -55,9 +55,21 @@ const sessionTouchMs = 60_000;
 const globalForRequests = globalThis as unknown as { __mcpTaskServerInFlight?: Map<string, AbortController> };
 const inFlight = (globalForRequests.__mcpTaskServerInFlight ??= new Map());
 
+const shuttingDown = new DOMException('The server is shutting down', 'AbortError');
+
 /** Stops every request in flight (the process is shutting down). */
 export function abortRequestsInFlight(): void {
-  for (const controller of inFlight.values()) controller.abort(new DOMException('The server is shutting down', 'AbortError'));
+  for (const controller of inFlight.values()) controller.abort(shuttingDown);
+}
+
+/**
+ * What a response stream's request leaves behind once done: its response; the end of the stream when
+ * the client cancelled it; or nothing when the server is stopping, so that a plain call's stream can be
+ * resumed (and followed again) after the restart.
+ */
+function finishResponseStream(ctx: McpContext, sessionId: string, streamKey: string, signal: AbortSignal, final: Record<string, unknown>): void {
+  if (signal.reason === shuttingDown) return;
+  ctx.streams.endResponse(sessionId, streamKey, signal.aborted ? undefined : final);
 }
 const inFlightKey = (sessionId: string, id: string | number) => `${sessionId}\u0000${typeof id}:${id}`;
 
@@ -354,7 +366,7 @@ async function respond(
 
   const first = await Promise.race([reply, streamed]);
   if (first !== 'streamed') return jsonResponse(first);
-  void reply.then((final) => ctx.streams.endResponse(session.id, streamKey, cancel.signal.aborted ? undefined : final));
+  void reply.then((final) => finishResponseStream(ctx, session.id, streamKey, cancel.signal, final));
   return stream!.response();
 }
 
@@ -392,7 +404,7 @@ function handleGet(request: Request, ctx: McpContext, caller: Caller): Response 
   } else {
     stream = ctx.streams.readResponse(session.id, target.key, target.cursor);
     const callTaskId = taskIdOfCallStream(target.key);
-    if (!target.live && !target.answered) {
+    if (!target.live && !target.ended) {
       // Nothing in this process answers the stream any more (the server restarted): a plain call's
       // task is followed again; any other request is gone, and its stream ends.
       if (callTaskId) resumeCall(ctx, session, caller.userId, callTaskId, target.key);
@@ -438,7 +450,7 @@ function resumeCall(ctx: McpContext, session: McpSession, userId: string, taskId
     )
     .then((final) => {
       inFlight.delete(key);
-      ctx.streams.endResponse(session.id, streamKey, cancel.signal.aborted ? undefined : final);
+      finishResponseStream(ctx, session.id, streamKey, cancel.signal, final);
     });
 }
 

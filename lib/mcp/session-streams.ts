@@ -10,7 +10,7 @@ import {
   getMcpSessionById,
   getLastSessionMessageId,
   getSessionMessageStream,
-  hasSessionStreamResponse,
+  hasSessionStreamEnded,
   listSessionMessagesAfter,
   listSessionRequestIdsWithPrefix,
 } from '@/db/queries/sessions';
@@ -23,7 +23,10 @@ import { SseStream } from './sse';
 const replayBatch = 100;
 /** An outbox row with no message: a priming event, which only gives the client an id to resume from. */
 const primingMessage = {};
-const isPriming = (message: Record<string, unknown>) => !('jsonrpc' in message);
+/** The end of a response stream whose request was cancelled: it has no response, and ends here. */
+const endWithoutResponse = { end: true };
+const isPriming = (message: Record<string, unknown>) => !('jsonrpc' in message) && !('end' in message);
+const isEnd = (message: Record<string, unknown>) => !('jsonrpc' in message) && 'end' in message;
 /** The response to the stream's request: the last message of a response stream. */
 const isResponse = (message: Record<string, unknown>) => 'jsonrpc' in message && !('method' in message);
 
@@ -34,7 +37,7 @@ export const taskIdOfCallStream = (key: string) => (key.startsWith('call:') ? ke
 /** What a GET request with Last-Event-ID resumes: the session's GET stream, or one response stream. */
 export type ResumeTarget =
   | { kind: 'session'; cursor: number | null }
-  | { kind: 'response'; key: string; cursor: number; live: boolean; answered: boolean };
+  | { kind: 'response'; key: string; cursor: number; live: boolean; ended: boolean };
 
 /**
  * The sessions' streams. Every message is written to the session's outbox first, under the stream it
@@ -90,7 +93,7 @@ export class SessionStreams {
       key: row.stream,
       cursor,
       live: this.liveResponses.has(row.stream),
-      answered: hasSessionStreamResponse(sessionId, row.stream),
+      ended: hasSessionStreamEnded(sessionId, row.stream),
     };
   }
 
@@ -139,12 +142,12 @@ export class SessionStreams {
 
   /**
    * The request of a response stream is done: its response (the stream's last message) is written for
-   * every reader, present and resuming; without one (the request was cancelled) the readers are closed.
+   * every reader, present and resuming; without one (the request was cancelled) the stream just ends.
    */
   endResponse(sessionId: string, key: string, response?: Record<string, unknown>): void {
     this.liveResponses.delete(key);
-    if (response) this.deliver(sessionId, response, key);
-    else for (const reader of this.responseReaders.get(key) ?? []) reader.close();
+    this.deliver(sessionId, response ?? endWithoutResponse, key);
+    if (!response) for (const reader of this.responseReaders.get(key) ?? []) reader.close();
   }
 
   /** Writes a stream's outbox rows to it as they come, woken by the bus; a response stream ends with its response. */
@@ -171,6 +174,10 @@ export class SessionStreams {
         if (stream.closed) break;
         const batch = listSessionMessagesAfter(sessionId, cursor, replayBatch, key);
         for (const row of batch) {
+          if (isEnd(row.message)) {
+            stream.close();
+            return;
+          }
           if (isPriming(row.message)) stream.prime(row.id);
           else stream.send(row.message, row.id);
           cursor = row.id;

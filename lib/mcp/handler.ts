@@ -51,11 +51,13 @@ const tokenRecheckMs = 5000;
 /** How often a session's last use is written: idle expiry needs minutes, not milliseconds. */
 const sessionTouchMs = 60_000;
 
-/** Requests in flight, so that notifications/cancelled, DELETE and shutdown can stop them. */
-const globalForRequests = globalThis as unknown as { __mcpTaskServerInFlight?: Map<string, AbortController> };
+/**
+ * Requests in flight, so that notifications/cancelled, DELETE and shutdown can stop them; and the one
+ * reason a shutdown gives, told apart by identity (each route bundle may hold its own copy of this module).
+ */
+const globalForRequests = globalThis as unknown as { __mcpTaskServerInFlight?: Map<string, AbortController>; __mcpTaskServerShutdown?: DOMException };
 const inFlight = (globalForRequests.__mcpTaskServerInFlight ??= new Map());
-
-const shuttingDown = new DOMException('The server is shutting down', 'AbortError');
+const shuttingDown = (globalForRequests.__mcpTaskServerShutdown ??= new DOMException('The server is shutting down', 'AbortError'));
 
 /** Stops every request in flight (the process is shutting down). */
 export function abortRequestsInFlight(): void {
@@ -302,7 +304,8 @@ function initialize(message: JsonRpcRequest, ctx: McpContext, userId: string): R
         capabilities: serverCapabilities(protocolVersion),
         serverInfo: { name: 'mcp-task-server', title: 'MCP Task Server', version: ctx.serverVersion },
         instructions:
-          'Long-running tools run as tasks: call them with "task": {}, poll tasks/get, and fetch the outcome with tasks/result.',
+          'Long-running tools run as tasks: call them with "task": {}, poll tasks/get, and fetch the outcome with tasks/result. ' +
+          'A plain call works too: it waits for the result, streaming progress and questions, and its task shows in the dashboard.',
       },
     },
     200,

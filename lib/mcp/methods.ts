@@ -62,20 +62,20 @@ async function callTool(rawParams: unknown, ctx: RequestContext): Promise<Record
   const progressToken = params._meta?.progressToken;
   const args = params.arguments ?? {};
   const asTask = params.task !== undefined;
+  const newTask = {
+    userId: ctx.userId,
+    sessionId: ctx.session.id,
+    client: { name: ctx.session.clientName, version: ctx.session.clientVersion },
+    tool,
+    args,
+    progressToken,
+  };
 
   if (asTask) {
     if (tool.taskSupport === 'forbidden') {
       throw new RpcError(ErrorCode.MethodNotFound, `Tool ${tool.name} does not support task-augmented calls; call it without "task"`);
     }
-    const row = createTaskOrRefuse(ctx, {
-      userId: ctx.userId,
-      sessionId: ctx.session.id,
-      client: { name: ctx.session.clientName, version: ctx.session.clientVersion },
-      tool,
-      args,
-      requestedTtlMs: params.task?.ttl,
-      progressToken,
-    });
+    const row = createTaskOrRefuse(ctx, { ...newTask, requestedTtlMs: params.task?.ttl });
     return {
       task: toTask(row),
       _meta: {
@@ -96,15 +96,7 @@ async function callTool(rawParams: unknown, ctx: RequestContext): Promise<Record
   if (tool.taskSupport === 'optional') {
     // A plain call of a tool that can run as a task still becomes one: durable, in the dashboard, able to
     // ask questions, and unharmed by the client going away. The call answers with the task's result.
-    const row = createTaskOrRefuse(ctx, {
-      userId: ctx.userId,
-      sessionId: ctx.session.id,
-      client: { name: ctx.session.clientName, version: ctx.session.clientVersion },
-      tool,
-      args,
-      progressToken,
-      callRequestId: ctx.requestId,
-    });
+    const row = createTaskOrRefuse(ctx, { ...newTask, callRequestId: ctx.requestId });
     ctx.openStream(callStreamKey(row.id));
     return followCallTask(ctx, row.id, progressToken);
   }

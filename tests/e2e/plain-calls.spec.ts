@@ -1,8 +1,7 @@
 import path from 'node:path';
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { Page } from '@playwright/test';
 import { expect, password, test, uniqueEmail } from '../fixtures';
-import { RawMcp, SseReader } from '../helpers/mcp';
+import { connectSdk2Client, RawMcp, SseReader } from '../helpers/mcp';
 import type { TestServer } from '../helpers/server';
 import { AuthPage } from '../pages/auth';
 import { QuestionsPage } from '../pages/questions';
@@ -20,19 +19,7 @@ async function signUpWithToken(page: Page, label: string): Promise<string> {
 }
 
 /** The SDK 2.x client with no task (and no elicitation) support: all it can do is call and wait. */
-async function connectSdk2(server: TestServer, token: string) {
-  const client = new Client({ name: 'sdk2-client', version: '2.4.0' });
-  client.onerror = () => {};
-  const transport = new StreamableHTTPClientTransport(new URL(server.mcpUrl), { authProvider: { token: async () => token } });
-  await client.connect(transport);
-  return {
-    client,
-    close: async () => {
-      await transport.terminateSession().catch(() => {});
-      await client.close();
-    },
-  };
-}
+const connectSdk2 = (server: TestServer, token: string) => connectSdk2Client(server.mcpUrl, token);
 
 test('a plain ask_human call waits while the person answers in the dashboard, then returns the answer', async ({ page, server }) => {
   const token = await signUpWithToken(page, 'plain-asker');

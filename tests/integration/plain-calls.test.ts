@@ -1,6 +1,5 @@
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RawMcp, SseReader, type SseEvent } from '../helpers/mcp';
+import { connectSdk2Client, RawMcp, SseReader, type SseEvent } from '../helpers/mcp';
 import { createToken, startServer, type TestServer } from '../helpers/server';
 
 /** Short, so that heartbeats can be watched without waiting 15 s; the checks are relative to it. */
@@ -18,21 +17,7 @@ afterAll(async () => {
   await server?.stop();
 });
 
-/** The SDK 2.x client, which has no task support: the stand-in for Claude Code, Cursor and Codex. */
-async function connectSdk2(options: { elicit?: (params: any) => Promise<Record<string, unknown>> } = {}) {
-  const client = new Client({ name: 'sdk2-client', version: '2.4.0' }, { capabilities: options.elicit ? { elicitation: { form: {} } } : {} });
-  client.onerror = () => {};
-  if (options.elicit) client.setRequestHandler('elicitation/create', (request: any) => options.elicit!(request.params) as any);
-  const transport = new StreamableHTTPClientTransport(new URL(server.mcpUrl), { authProvider: { token: async () => token } });
-  await client.connect(transport);
-  return {
-    client,
-    close: async () => {
-      await transport.terminateSession().catch(() => {});
-      await client.close();
-    },
-  };
-}
+const connectSdk2 = (options: Parameters<typeof connectSdk2Client>[2] = {}) => connectSdk2Client(server.mcpUrl, token, options);
 
 async function rawSession(as = token, capabilities: Record<string, unknown> = {}): Promise<RawMcp> {
   const mcp = new RawMcp(server.mcpUrl, as);

@@ -48,7 +48,7 @@ export type ResumeTarget =
 export class SessionStreams {
   private readonly open_ = new Map<string, SseStream>();
   /** The readers of each response stream (the original POST, and GET requests that resumed it). */
-  private readonly responseReaders = new Map<string, Set<SseStream>>();
+  private readonly responseReaders = new Map<string, { sessionId: string; readers: Set<SseStream> }>();
   /** Response streams whose request is still being worked on in this process. */
   private readonly liveResponses = new Set<string>();
   /** Requests to clients about their own tasks, sent through the sessions' outboxes. */
@@ -111,14 +111,14 @@ export class SessionStreams {
   /** A reader of a response stream from just after `cursor`; it ends after the response. */
   readResponse(sessionId: string, key: string, cursor: number): SseStream {
     const stream = new SseStream(this.keepAliveMs);
-    const readers = this.responseReaders.get(key) ?? new Set();
-    readers.add(stream);
-    this.responseReaders.set(key, readers);
+    const entry = this.responseReaders.get(key) ?? { sessionId, readers: new Set<SseStream>() };
+    entry.readers.add(stream);
+    this.responseReaders.set(key, entry);
     stream.signal.addEventListener(
       'abort',
       () => {
-        readers.delete(stream);
-        if (readers.size === 0 && this.responseReaders.get(key) === readers) this.responseReaders.delete(key);
+        entry.readers.delete(stream);
+        if (entry.readers.size === 0 && this.responseReaders.get(key) === entry) this.responseReaders.delete(key);
       },
       { once: true },
     );
@@ -128,7 +128,7 @@ export class SessionStreams {
 
   /** Whether anyone is reading the response stream now (heartbeats for nobody are not written). */
   isResponseRead(key: string): boolean {
-    return (this.responseReaders.get(key)?.size ?? 0) > 0;
+    return (this.responseReaders.get(key)?.readers.size ?? 0) > 0;
   }
 
   /** Marks a response stream live again: its request is being worked on once more (after a restart). */
@@ -147,7 +147,7 @@ export class SessionStreams {
   endResponse(sessionId: string, key: string, response?: Record<string, unknown>): void {
     this.liveResponses.delete(key);
     this.deliver(sessionId, response ?? endWithoutResponse, key);
-    if (!response) for (const reader of this.responseReaders.get(key) ?? []) reader.close();
+    if (!response) for (const reader of this.responseReaders.get(key)?.readers ?? []) reader.close();
   }
 
   /** Writes a stream's outbox rows to it as they come, woken by the bus; a response stream ends with its response. */
@@ -226,9 +226,9 @@ export class SessionStreams {
     this.deliver(session.id, requestFor(input, id, session, taskExpiresAt));
   }
 
-  /** Sessions with a stream open here: in use, however long since their last request. */
+  /** Sessions with a stream open here (GET or a response): in use, however long since their last request. */
   openSessionIds(): string[] {
-    return [...this.open_.keys()];
+    return [...new Set([...this.open_.keys(), ...[...this.responseReaders.values()].map((entry) => entry.sessionId)])];
   }
 
   close(sessionId: string): void {

@@ -49,28 +49,46 @@ export function acceptsAsTask(session: Pick<McpSession, 'clientCapabilities'>, k
 }
 
 /**
+ * Whether a question's messages name the asking task (related-task _meta): yes for a client that
+ * started the task, no for a plain call's client, which knows no task (and an SDK that keeps task
+ * messages for the tasks it knows would hold its answer back instead of sending it).
+ */
+export type RelatedTask = 'named' | 'unnamed';
+
+/**
  * The request for one copy of a question. For a session whose client takes such requests as tasks of
  * its own, it is task-augmented, with a ttl that ends with the asking task.
  */
-export function requestFor(input: TaskInputRow, id: string, session: Pick<McpSession, 'clientCapabilities'>, taskExpiresAt: number) {
+export function requestFor(
+  input: TaskInputRow,
+  id: string,
+  session: Pick<McpSession, 'clientCapabilities'>,
+  taskExpiresAt: number,
+  relatedTask: RelatedTask = 'named',
+) {
   const asTask = acceptsAsTask(session, input.kind) ? { ttl: Math.max(1000, taskExpiresAt - Date.now()) } : undefined;
   const method = input.kind === 'sampling' ? 'sampling/createMessage' : 'elicitation/create';
   const requestMeta = (input.request._meta ?? {}) as Record<string, unknown>;
+  const meta = { ...requestMeta, ...(relatedTask === 'named' ? relatedTaskMeta(input.taskId) : {}) };
   return {
     jsonrpc: '2.0' as const,
     id,
     method,
-    params: { ...input.request, ...(asTask ? { task: asTask } : {}), _meta: { ...requestMeta, ...relatedTaskMeta(input.taskId) } },
+    params: { ...input.request, ...(asTask ? { task: asTask } : {}), ...(Object.keys(meta).length > 0 ? { _meta: meta } : {}) },
   };
 }
 
 /** Withdraws a copy that was not the one answered. */
-export function withdrawalFor(input: TaskInputRow, id: string) {
+export function withdrawalFor(input: TaskInputRow, id: string, relatedTask: RelatedTask = 'named') {
   const reason =
     input.status === 'withdrawn'
       ? 'The task ended before the question was answered'
       : `Answered ${input.answeredBy === 'dashboard' ? 'in the dashboard' : 'through another copy of this request'}`;
-  return { jsonrpc: '2.0' as const, method: 'notifications/cancelled', params: { requestId: id, reason, _meta: relatedTaskMeta(input.taskId) } };
+  return {
+    jsonrpc: '2.0' as const,
+    method: 'notifications/cancelled',
+    params: { requestId: id, reason, ...(relatedTask === 'named' ? { _meta: relatedTaskMeta(input.taskId) } : {}) },
+  };
 }
 
 export function clientLabel(session: Pick<McpSession, 'clientName' | 'clientVersion'>): string | null {

@@ -5,7 +5,7 @@ import { isTaskError, type TaskEngine, type TaskRow } from '@/lib/tasks/engine';
 import { isTerminal } from '@/lib/tasks/states';
 import { randomBytes } from 'node:crypto';
 import { ErrorCode, RpcError } from './errors';
-import { canReceive, inputRequestId, requestFor, withdrawalFor } from './input-requests';
+import { canReceive, inputRequestId, requestFor, withdrawalFor, type RelatedTask } from './input-requests';
 import {
   callToolParamsSchema,
   listParamsSchema,
@@ -125,7 +125,7 @@ async function callTool(rawParams: unknown, ctx: RequestContext): Promise<Record
  * tasks/result would return.
  */
 export async function followCallTask(ctx: RequestContext, taskId: string, progressToken: string | number | undefined): Promise<Record<string, unknown>> {
-  const questions = new QuestionRelay(ctx, taskId);
+  const questions = new QuestionRelay(ctx, taskId, 'unnamed');
   const progress = progressToken !== undefined ? new ProgressRelay(ctx, progressToken) : undefined;
   try {
     const row = await ctx.engine.waitForTerminal(taskId, ctx.userId, ctx.signal, (task) => {
@@ -214,6 +214,7 @@ class QuestionRelay {
   constructor(
     private readonly ctx: RequestContext,
     private readonly taskId: string,
+    private readonly relatedTask: RelatedTask,
   ) {}
 
   sync(task: TaskRow): void {
@@ -224,10 +225,10 @@ class QuestionRelay {
         if (sentId || input.clientTaskId || !canReceive(this.ctx.session, input.kind)) continue;
         const id = inputRequestId(input.id, randomBytes(6).toString('base64url'));
         this.sent.set(input.id, id);
-        this.ctx.send(requestFor(input, id, this.ctx.session, task.expiresAt));
+        this.ctx.send(requestFor(input, id, this.ctx.session, task.expiresAt, this.relatedTask));
       } else if (sentId && !input.clientTaskId && !this.withdrawn.has(input.id) && input.answeredVia !== sentId) {
         this.withdrawn.add(input.id);
-        this.ctx.send(withdrawalFor(input, sentId));
+        this.ctx.send(withdrawalFor(input, sentId, this.relatedTask));
       }
     }
   }
@@ -276,7 +277,7 @@ const methods: Record<string, { handler: MethodHandler; needsTasks?: boolean }> 
         let row = ctx.engine.getTask(taskId, ctx.userId);
         if (!isTerminal(row.status)) {
           ctx.openStream();
-          const relay = new QuestionRelay(ctx, taskId);
+          const relay = new QuestionRelay(ctx, taskId, 'named');
           row = await ctx.engine.waitForTerminal(taskId, ctx.userId, ctx.signal, (task) => relay.sync(task));
           relay.sync(row);
         }

@@ -46,6 +46,16 @@ async function readAll(reader: SseReader): Promise<SseEvent[]> {
 
 const messagesOf = (events: SseEvent[]) => events.filter((event) => event.data.trim() !== '').map((event) => JSON.parse(event.data));
 
+/** Sends a request, reads its priming event, and drops the stream, as a client that loses its connection. */
+async function callAndDrop(mcp: RawMcp, id: string | number, method: string, params: Record<string, unknown>): Promise<string> {
+  const controller = new AbortController();
+  const response = await mcp.post({ jsonrpc: '2.0', id, method, params }, {}, controller.signal);
+  const priming = await new SseReader(response).next();
+  controller.abort();
+  expect(priming).toEqual({ id: expect.stringMatching(/^\d+$/), data: '' });
+  return priming!.id!;
+}
+
 function resume(mcp: RawMcp, lastEventId: string): Promise<SseReader> {
   return mcp.openGetStream(lastEventId);
 }
@@ -68,11 +78,12 @@ describe('a client without task support (SDK 2.x)', () => {
       expect(result.structuredContent).toEqual({ action: 'accept', answeredBy: 'client', content: { answer: 'blue' } });
       expect(asked).toHaveLength(1);
       expect(asked[0].message).toBe('Favourite colour?');
-      const taskId = asked[0]._meta['io.modelcontextprotocol/related-task'].taskId;
+      // The client knows no task: its question does not name one; the result does, as tasks/result's would.
+      expect(asked[0]._meta?.['io.modelcontextprotocol/related-task']).toBeUndefined();
+      const taskId = (result._meta as any)['io.modelcontextprotocol/related-task'].taskId;
       expect(taskRow(taskId)).toMatchObject({ status: 'completed', invocation: 'call', client_name: 'sdk2-client' });
       // Exactly what tasks/result would return for the task.
       expect(JSON.parse(taskRow(taskId)!.result!)).toEqual({ content: result.content, structuredContent: result.structuredContent });
-      expect((result._meta as any)['io.modelcontextprotocol/related-task']).toEqual({ taskId });
     } finally {
       await sdk.close();
     }
@@ -160,26 +171,20 @@ describe('a plain call of a task-capable tool', () => {
 
   it('resumes a stream that is still going, then ends it with the result', async () => {
     const mcp = await rawSession();
-    const controller = new AbortController();
-    const response = await mcp.post({ jsonrpc: '2.0', id: 42, method: 'tools/call', params: { name: 'delay', arguments: { seconds: 2 } } }, {}, controller.signal);
-    const priming = await new SseReader(response).next();
-    controller.abort();
-    const resumed = await resume(mcp, priming!.id!);
+    const primingId = await callAndDrop(mcp, 42, 'tools/call', { name: 'delay', arguments: { seconds: 2 } });
+    const resumed = await resume(mcp, primingId);
     const messages = messagesOf(await readAll(resumed));
     expect(messages.at(-1)).toMatchObject({ id: 42, result: { content: [{ type: 'text', text: 'Waited 2 s.' }] } });
   });
 
   it('is cancelled by notifications/cancelled, even after the client dropped the stream, and sends no response', async () => {
     const mcp = await rawSession();
-    const controller = new AbortController();
-    const response = await mcp.post({ jsonrpc: '2.0', id: 'to-cancel', method: 'tools/call', params: { name: 'delay', arguments: { seconds: 60 } } }, {}, controller.signal);
-    const priming = await new SseReader(response).next();
-    controller.abort();
+    const primingId = await callAndDrop(mcp, 'to-cancel', 'tools/call', { name: 'delay', arguments: { seconds: 60 } });
     const taskId = latestTaskOfSession(mcp.sessionId!)!;
     const cancel = await mcp.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'to-cancel', reason: 'not needed' } });
     expect(cancel.status).toBe(202);
     await waitForTaskStatus(taskId, 'cancelled');
-    const resumed = messagesOf(await readAll(await resume(mcp, priming!.id!)));
+    const resumed = messagesOf(await readAll(await resume(mcp, primingId)));
     expect(resumed.filter((message) => message.id === 'to-cancel')).toEqual([]);
   });
 
@@ -244,10 +249,25 @@ describe('a plain call of a task-capable tool', () => {
     while (question && question.method !== 'elicitation/create');
     expect(question).toMatchObject({ method: 'elicitation/create', params: { message: 'Here?' } });
     expect(question!.__eventId).toMatch(/^\d+$/);
+    expect(question!.params._meta).toBeUndefined();
     expect((await mcp.post({ jsonrpc: '2.0', id: question!.id, result: { action: 'accept', content: { answer: 'yes, here' } } })).status).toBe(202);
     const final = await reader.nextMessage();
     expect(final).toMatchObject({ id: 'asking', result: { content: [{ type: 'text', text: 'Answer (given in the MCP client): yes, here' }] } });
     expect(await reader.nextMessage()).toBeNull();
+  });
+
+  it("asks the client's model on the call stream for a plain summarize", async () => {
+    const mcp = await rawSession(token, { sampling: {} });
+    const response = await mcp.post({ jsonrpc: '2.0', id: 'sum', method: 'tools/call', params: { name: 'summarize', arguments: { text: 'A long text.' } } });
+    const reader = new SseReader(response);
+    let request;
+    do request = await reader.nextMessage();
+    while (request && request.method !== 'sampling/createMessage');
+    expect(request!.params.maxTokens).toBe(300);
+    const model = { role: 'assistant', content: { type: 'text', text: 'Short.' }, model: 'test-model' };
+    expect((await mcp.post({ jsonrpc: '2.0', id: request!.id, result: model })).status).toBe(202);
+    const final = await reader.nextMessage();
+    expect(final).toMatchObject({ id: 'sum', result: { content: [{ type: 'text', text: 'Short.' }], structuredContent: { summary: 'Short.', model: 'test-model' } } });
   });
 
   it('returns invalid arguments as an isError result, the task failed', async () => {
@@ -310,12 +330,8 @@ describe('a POST response stream of tasks/result', () => {
   it('resumes with Last-Event-ID and ends with the result', async () => {
     const mcp = await rawSession();
     const task = await mcp.startDelayTask(1.5);
-    const controller = new AbortController();
-    const response = await mcp.post({ jsonrpc: '2.0', id: 'result-1', method: 'tasks/result', params: { taskId: task.taskId } }, {}, controller.signal);
-    const priming = await new SseReader(response).next();
-    expect(priming).toEqual({ id: expect.stringMatching(/^\d+$/), data: '' });
-    controller.abort();
-    const messages = messagesOf(await readAll(await resume(mcp, priming!.id!)));
+    const primingId = await callAndDrop(mcp, 'result-1', 'tasks/result', { taskId: task.taskId });
+    const messages = messagesOf(await readAll(await resume(mcp, primingId)));
     expect(messages.at(-1)).toMatchObject({ id: 'result-1', result: { content: [{ type: 'text', text: 'Waited 1.5 s.' }] } });
   });
 });
@@ -323,13 +339,10 @@ describe('a POST response stream of tasks/result', () => {
 describe('after a restart', () => {
   it('follows a plain call again when its stream is resumed, and ends it with the result', async () => {
     const mcp = await rawSession();
-    const controller = new AbortController();
-    const response = await mcp.post({ jsonrpc: '2.0', id: 'survivor', method: 'tools/call', params: { name: 'delay', arguments: { seconds: 3 } } }, {}, controller.signal);
-    const priming = await new SseReader(response).next();
-    controller.abort();
+    const primingId = await callAndDrop(mcp, 'survivor', 'tools/call', { name: 'delay', arguments: { seconds: 3 } });
     const taskId = latestTaskOfSession(mcp.sessionId!)!;
     await server.restart();
-    const messages = messagesOf(await readAll(await resume(mcp, priming!.id!)));
+    const messages = messagesOf(await readAll(await resume(mcp, primingId)));
     expect(messages.at(-1)).toMatchObject({ id: 'survivor', result: { content: [{ type: 'text', text: 'Waited 3 s.' }] } });
     expect(taskRow(taskId)?.status).toBe('completed');
   });

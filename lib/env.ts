@@ -21,6 +21,8 @@ const envSchema = z
     TASK_SWEEP_INTERVAL_MS: positiveInt(60 * 1000),
     TASK_MAX_ACTIVE_PER_USER: positiveInt(100),
     SESSION_MESSAGE_RETENTION_MS: positiveInt(60 * 60 * 1000),
+    // Clients reset their request timeouts on progress; some give up after 15 s of silence.
+    CALL_HEARTBEAT_MS: z.coerce.number().int().min(100).max(15_000).default(10_000),
     // Sessions record their last use once a minute, so a shorter timeout could end one in use.
     SESSION_IDLE_TIMEOUT_MS: z.coerce.number().int().min(60_000).default(24 * 60 * 60 * 1000),
     ALLOW_SIGNUP: z.enum(['true', 'false']).default('true'),

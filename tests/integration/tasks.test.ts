@@ -426,7 +426,7 @@ describe('the TTL sweeper', () => {
     expect((await mcp.error('tasks/get', { taskId: running.taskId })).message).toMatch(/Task not found/);
   });
 
-  it('ends MCP sessions left idle, but not one with its stream open', async () => {
+  it('ends MCP sessions left idle, but not one with its stream open (GET or a long plain call)', async () => {
     const token = createToken(sweeping, 'idle@example.com');
     const idle = new RawMcp(sweeping.mcpUrl, token);
     await idle.initialize();
@@ -434,14 +434,24 @@ describe('the TTL sweeper', () => {
     await watching.initialize();
     const stream = await watching.openGetStream();
     await stream.next();
+    const calling = new RawMcp(sweeping.mcpUrl, token);
+    await calling.initialize();
+    const call = new SseReader(await calling.post({ jsonrpc: '2.0', id: 'long', method: 'tools/call', params: { name: 'delay', arguments: { seconds: 60 } } }));
+    await call.next();
     const longAgo = Date.now() - 25 * 60 * 60 * 1000;
-    sweeping.db().prepare('UPDATE mcp_sessions SET last_seen_at = ? WHERE id IN (?, ?)').run(longAgo, idle.sessionId, watching.sessionId);
+    sweeping
+      .db()
+      .prepare('UPDATE mcp_sessions SET last_seen_at = ? WHERE id IN (?, ?, ?)')
+      .run(longAgo, idle.sessionId, watching.sessionId, calling.sessionId);
     const endedAt = (id?: string) => (sweeping.db().prepare('SELECT ended_at FROM mcp_sessions WHERE id = ?').get(id) as { ended_at: number | null }).ended_at;
     await expect.poll(() => endedAt(idle.sessionId)).not.toBeNull();
     await sleep(600);
     expect(endedAt(watching.sessionId)).toBeNull();
+    expect(endedAt(calling.sessionId)).toBeNull();
     expect((await idle.request('ping')).status).toBe(404);
     expect((await watching.request('ping')).status).toBe(200);
+    await calling.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'long' } });
+    expect(await call.next()).toBeNull();
     await stream.close();
   });
 });

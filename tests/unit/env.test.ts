@@ -44,6 +44,13 @@ describe('configuration', () => {
     expect(parseEnv({ SESSION_IDLE_TIMEOUT_MS: '60000' }).SESSION_IDLE_TIMEOUT_MS).toBe(60_000);
   });
 
+  it('keeps the plain-call heartbeat within the 15 s that clients tolerate', () => {
+    expect(parseEnv({}).CALL_HEARTBEAT_MS).toBe(10_000);
+    expect(parseEnv({ CALL_HEARTBEAT_MS: '15000' }).CALL_HEARTBEAT_MS).toBe(15_000);
+    expect(() => parseEnv({ CALL_HEARTBEAT_MS: '15001' })).toThrow(/CALL_HEARTBEAT_MS/);
+    expect(() => parseEnv({ CALL_HEARTBEAT_MS: '50' })).toThrow(/CALL_HEARTBEAT_MS/);
+  });
+
   it('refuses a default ttl above the maximum', () => {
     expect(() => parseEnv({ TASK_DEFAULT_TTL_MS: '5000', TASK_MAX_TTL_MS: '1000' })).toThrow(/TASK_DEFAULT_TTL_MS: must not exceed TASK_MAX_TTL_MS/);
   });

@@ -26,10 +26,11 @@ function readJson(file) {
   }
 }
 
-function runVitest() {
-  const output = path.join(resultsDir, 'vitest.json');
+/** Runs vitest; `pass` names its report, `args` narrows the files, `extraEnv` sets up the pass. */
+function runVitest(pass, args = [], extraEnv = {}) {
+  const output = path.join(resultsDir, `vitest-${pass}.json`);
   fs.rmSync(output, { force: true });
-  const status = run(bin('vitest'), ['run', '--reporter=default', '--reporter=json', `--outputFile.json=${output}`]);
+  const status = run(bin('vitest'), ['run', '--reporter=default', '--reporter=json', `--outputFile.json=${output}`, ...args], extraEnv);
   const report = readJson(output);
   const passed = report?.numPassedTests ?? 0;
   let failed = report?.numFailedTests ?? 0;
@@ -81,7 +82,11 @@ if (run(process.execPath, [path.join(root, 'node_modules', 'next', 'dist', 'bin'
   console.log('build failed');
   totals.failed += 1;
 } else {
-  runVitest();
+  runVitest('all');
+  // The integration suites again with /mcp served by Next's route handler (next start), the mount for
+  // hosts that run only route handlers.
+  console.log('\nIntegration suites through the route handler (next start)...');
+  runVitest('route-handler', ['tests/integration'], { MCP_TEST_MOUNT: 'route-handler' });
   runPlaywright();
 }
 const summary = `${totals.passed} passed, ${totals.failed} failed${totals.skipped ? `, ${totals.skipped} skipped` : ''}`;

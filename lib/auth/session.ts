@@ -4,11 +4,17 @@ import { redirect } from 'next/navigation';
 import { getUserById, type User } from '@/db/queries/users';
 import { getAuthOptions } from './options';
 
-/** The signed-in user, or null. Checks that the user still exists, not only that the cookie is valid. */
+/**
+ * The signed-in user, or null. Checks that the user still exists and that the session was signed in
+ * their current session generation: a password change or "Sign out everywhere" raises it, which ends
+ * every older session at its next read, although its cookie is still validly signed.
+ */
 export async function getCurrentUser(): Promise<User | null> {
   const session = await getServerSession(getAuthOptions());
-  const id = (session?.user as { id?: string } | undefined)?.id;
-  return id ? (getUserById(id) ?? null) : null;
+  const claims = session?.user as { id?: string; sessionGeneration?: number } | undefined;
+  if (!claims?.id) return null;
+  const user = getUserById(claims.id);
+  return user && user.sessionGeneration === (claims.sessionGeneration ?? 0) ? user : null;
 }
 
 /** For pages: the signed-in user, or a redirect to sign-in that says why and comes back here. */

@@ -19,7 +19,7 @@ export class AuthPage {
   }
 
   async signOut() {
-    await this.page.getByRole('button', { name: 'Sign out' }).click();
+    await this.page.getByRole('button', { name: 'Sign out', exact: true }).click();
     await this.page.waitForURL(/\/signin/);
   }
 }

@@ -1,4 +1,4 @@
-import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { RateLimiterMemory, type RateLimiterRes } from 'rate-limiter-flexible';
 import { getEnv } from '@/lib/env';
 import { clientAddress } from './client-address';
 import { tooManyAttemptsError, tooManyAttemptsMessage } from './throttle-message';
@@ -34,8 +34,11 @@ async function consumeAll(consumptions: Array<Promise<RateLimiterRes>>): Promise
   let waitMs = 0;
   for (const outcome of outcomes) {
     if (outcome.status === 'fulfilled') continue;
-    if (!(outcome.reason instanceof RateLimiterRes)) throw outcome.reason;
-    waitMs = Math.max(waitMs, outcome.reason.msBeforeNext);
+    // Not `instanceof RateLimiterRes`: the limiters are shared across Next's bundles through globalThis,
+    // and each bundle has its own copy of the class.
+    const refusal = outcome.reason as Partial<RateLimiterRes> | undefined;
+    if (typeof refusal?.msBeforeNext !== 'number') throw outcome.reason;
+    waitMs = Math.max(waitMs, refusal.msBeforeNext);
   }
   return waitMs > 0 ? { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) } : { allowed: true };
 }

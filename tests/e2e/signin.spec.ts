@@ -43,10 +43,7 @@ test.describe('returning after sign-in', () => {
       const page = await context.newPage();
       const dialogs: string[] = [];
       page.on('dialog', (dialog) => (dialogs.push(dialog.message()), void dialog.dismiss()));
-      await page.goto(`/signin?callbackUrl=${query}`);
-      await page.getByLabel('Email').fill(email);
-      await page.getByLabel('Password').fill(password);
-      await page.getByRole('button', { name: 'Sign in' }).click();
+      await new AuthPage(page).signIn(email, password, `callbackUrl=${query}`);
       await page.waitForURL((url) => url.pathname === '/tasks', { timeout: 15_000 });
       expect(new URL(page.url()).origin, label).toBe(server.url);
       await expect(page.getByRole('heading', { name: 'Tasks', exact: true })).toBeVisible();
@@ -68,10 +65,7 @@ test.describe('returning after sign-in', () => {
     await new AuthPage(page).signUp(email, password);
     await page.waitForURL(/\/tasks$/);
     await new AuthPage(page).signOut();
-    await page.goto(`/signin?callbackUrl=${encodeURIComponent('/tasks?status=working')}`);
-    await page.getByLabel('Email').fill(email);
-    await page.getByLabel('Password').fill(password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await new AuthPage(page).signIn(email, password, `callbackUrl=${encodeURIComponent('/tasks?status=working')}`);
     await page.waitForURL((url) => url.pathname === '/tasks' && url.search === '?status=working');
     expect(escapes).toEqual([]);
     await context.close();

@@ -35,7 +35,9 @@ test.describe('returning after sign-in', () => {
   test('a bad callbackUrl never leaves the origin: signing in lands on the dashboard', async ({ browser, server }) => {
     const email = uniqueEmail('redirect');
     const { context: setup } = await loopbackContext(browser, server.url);
-    await new AuthPage(await setup.newPage()).signUp(email, password);
+    const setupPage = await setup.newPage();
+    await new AuthPage(setupPage).signUp(email, password);
+    await setupPage.waitForURL(/\/tasks$/);
     await setup.close();
 
     for (const [label, query] of badCallbackQueries) {

@@ -2,8 +2,11 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createToken, startServer, type TestServer } from '../helpers/server';
+
+// Each sign-in hashes with scrypt at 128 MiB, and the CLIs start their own Node: slow on a busy machine.
+vi.setConfig({ testTimeout: 120_000 });
 
 const root = path.resolve(__dirname, '..', '..');
 const tsxCli = path.join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs');
@@ -114,6 +117,31 @@ describe('sign-in throttling', () => {
   });
 });
 
+describe('sign-in throttling without a trusted proxy', () => {
+  let direct: TestServer;
+  beforeAll(async () => {
+    direct = await startServer({ SIGNIN_MAX_PER_IP: '2' });
+  });
+  afterAll(async () => {
+    await direct?.stop();
+  });
+
+  it('counts the socket address, whatever X-Forwarded-For the client writes', async () => {
+    const attempt = async (index: number) => {
+      const csrf = await fetch(`${direct.url}/api/auth/csrf`);
+      const { csrfToken } = (await csrf.json()) as { csrfToken: string };
+      return fetch(`${direct.url}/api/auth/callback/credentials`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded', Cookie: cookieHeader(csrf), 'X-Forwarded-For': `203.0.113.${index}` },
+        body: new URLSearchParams({ csrfToken, email: `spoofer-${index}@example.com`, password: 'whatever', json: 'true' }),
+      });
+    };
+    expect((await attempt(1)).status).not.toBe(429);
+    expect((await attempt(2)).status).not.toBe(429);
+    expect((await attempt(3)).status).toBe(429);
+  });
+});
+
 describe('ending sessions', () => {
   it('a new password from user:password ends every session signed in before it', async () => {
     makeUser('rotate@example.com', 'the first password');
@@ -138,7 +166,7 @@ describe('ending sessions', () => {
 
 describe('starting on a public address', () => {
   it('refuses plain http on a non-loopback HOST and says why', () => {
-    const result = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
+    const result = spawnSync(process.execPath, ['scripts/start.mjs'], {
       cwd: root,
       env: { ...process.env, HOST: '0.0.0.0', PORT: '1', APP_URL: '', DATABASE_PATH: path.join(dataRoot, 'refused', 'app.db') },
       encoding: 'utf8',

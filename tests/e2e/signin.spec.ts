@@ -1,4 +1,5 @@
 import type { Browser, BrowserContext } from '@playwright/test';
+import config from '../../playwright.config';
 import { expect, password, test, uniqueEmail } from '../fixtures';
 import { startServer } from '../helpers/server';
 import { AuthPage } from '../pages/auth';
@@ -19,6 +20,12 @@ async function loopbackContext(browser: Browser, baseURL: string): Promise<{ con
   );
   return { context, escapes };
 }
+
+// Should a redirect escape, Chromium resolves no other host name: not even a DNS query leaves loopback.
+const launchOptions = config.use?.launchOptions ?? {};
+test.use({
+  launchOptions: { ...launchOptions, args: [...(launchOptions.args ?? []), '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1'] },
+});
 
 /** Each value as it appears in the query string of /signin. */
 const badCallbackQueries = [

@@ -119,7 +119,7 @@ type AuthDependencies = {
 /**
  * NextAuth: email and password against the users table, plus GitHub and Google when their credentials
  * are configured. Sessions are signed JWTs carrying our user id (`uid`) and the user's session
- * generation (`gen`), which `getCurrentUser` compares on every read so that sessions can be ended.
+ * generation (`gen`), which the session callback compares on every read so that sessions can be ended.
  */
 export function buildAuthOptions(dependencies: AuthDependencies): NextAuthOptions {
   const providers: NextAuthOptions['providers'] = [
@@ -172,11 +172,15 @@ export function buildAuthOptions(dependencies: AuthDependencies): NextAuthOption
         }
         return token;
       },
+      /**
+       * Every session read (pages, actions, NextAuth's own /api/auth/session) passes here: a token signed
+       * before the user's current session generation, or for a deleted user, is a session without a user.
+       */
       async session({ session, token }) {
-        if (session.user && typeof token.uid === 'string') {
-          Object.assign(session.user, { id: token.uid, sessionGeneration: typeof token.gen === 'number' ? token.gen : 0 });
-        }
-        return session;
+        const user = typeof token.uid === 'string' ? getUserById(token.uid) : undefined;
+        const generation = typeof token.gen === 'number' ? token.gen : 0;
+        if (!user || user.sessionGeneration !== generation) return { expires: session.expires };
+        return { ...session, user: { ...session.user, id: user.id } };
       },
       async redirect({ url, baseUrl }) {
         return new URL(safeCallbackPath(url, baseUrl, defaultCallbackPath), baseUrl).toString();

@@ -5,16 +5,14 @@ import { getUserById, type User } from '@/db/queries/users';
 import { getAuthOptions } from './options';
 
 /**
- * The signed-in user, or null. Checks that the user still exists and that the session was signed in
- * their current session generation: a password change or "Sign out everywhere" raises it, which ends
- * every older session at its next read, although its cookie is still validly signed.
+ * The signed-in user, or null. A session signed before the user's current session generation (raised by
+ * a password change or "Sign out everywhere") has no user, although its cookie is still validly signed:
+ * the session callback in ./options decides that on every read.
  */
 export async function getCurrentUser(): Promise<User | null> {
   const session = await getServerSession(getAuthOptions());
-  const claims = session?.user as { id?: string; sessionGeneration?: number } | undefined;
-  if (!claims?.id) return null;
-  const user = getUserById(claims.id);
-  return user && user.sessionGeneration === (claims.sessionGeneration ?? 0) ? user : null;
+  const id = (session?.user as { id?: string } | undefined)?.id;
+  return id ? (getUserById(id) ?? null) : null;
 }
 
 /** For pages: the signed-in user, or a redirect to sign-in that says why and comes back here. */

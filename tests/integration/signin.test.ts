@@ -150,6 +150,8 @@ describe('ending sessions', () => {
     expect(first.sessionCookie && second.sessionCookie).toBeTruthy();
     const tasksPage = (cookie: string) => fetch(`${server.url}/tasks`, { redirect: 'manual', headers: { Cookie: cookie } });
     expect((await tasksPage(first.sessionCookie!)).status).toBe(200);
+    const live = (await (await fetch(`${server.url}/api/auth/session`, { headers: { Cookie: first.sessionCookie! } })).json()) as { user?: { email?: string } };
+    expect(live.user?.email).toBe('rotate@example.com');
 
     setPassword('rotate@example.com', 'the second password');
     for (const cookie of [first.sessionCookie!, second.sessionCookie!]) {
@@ -157,6 +159,8 @@ describe('ending sessions', () => {
       expect(page.status).toBe(307);
       expect(page.headers.get('location')).toMatch(/\/signin\?callbackUrl=%2Ftasks&reason=expired$/);
       expect((await fetch(`${server.url}/api/tasks/events`, { headers: { Cookie: cookie } })).status).toBe(401);
+      const session = (await (await fetch(`${server.url}/api/auth/session`, { headers: { Cookie: cookie } })).json()) as { user?: unknown };
+      expect(session.user).toBeUndefined();
     }
     expect((await signIn('rotate@example.com', 'the first password', '198.51.100.12')).sessionCookie).toBeUndefined();
     const fresh = await signIn('rotate@example.com', 'the second password', '198.51.100.13');

@@ -23,6 +23,7 @@ process.env.NEXTAUTH_SECRET = 'a test secret that is long enough to sign session
 
 const { buildAuthOptions, resolveOAuthSignIn } = await import('@/lib/auth/options');
 const { hashPassword } = await import('@/lib/auth/password');
+const { endAllSessions } = await import('@/lib/auth/accounts');
 const { getDb } = await import('@/db/client');
 const { createUser, getUserByEmail, getUserById } = await import('@/db/queries/users');
 
@@ -140,14 +141,17 @@ describe('OAuth sign-in', () => {
     expect(resolveOAuthSignIn({ ...newcomer, providerAccountId: '107', email: null, emailVerified: false }, closed)).toEqual({ ok: true, userId: existing.id });
   });
 
-  it('puts the session generation in the token, and the session exposes it', async () => {
+  it('puts the session generation in the token; a raised generation leaves the session without a user', async () => {
     const email = freshEmail('generation');
     const user = createUser({ email });
     getDb().$client.prepare('UPDATE users SET session_generation = 4 WHERE id = ?').run(user.id);
     const { token } = await oauthSignIn(github(108, email, true));
     expect(token?.gen).toBe(4);
-    const session = await options.callbacks!.session!({ session: { user: { email }, expires: '' }, token: token!, user: undefined as never, newSession: undefined, trigger: 'update' });
-    expect(session.user).toMatchObject({ id: user.id, sessionGeneration: 4 });
+    const read = () =>
+      options.callbacks!.session!({ session: { user: { email }, expires: 'later' }, token: token!, user: undefined as never, newSession: undefined, trigger: 'update' });
+    expect((await read()).user).toMatchObject({ id: user.id, email });
+    endAllSessions(user.id);
+    expect(await read()).toEqual({ expires: 'later' });
   });
 });
 

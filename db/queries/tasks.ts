@@ -1,5 +1,5 @@
 import { and, asc, count, desc, eq, gt, inArray, like, lte, sql } from 'drizzle-orm';
-import { getDb } from '../client';
+import { getDb, preparedQuery } from '../client';
 import { taskEvents, tasks, type TaskStatus } from '../schema';
 
 export type TaskRow = typeof tasks.$inferSelect;
@@ -21,16 +21,21 @@ export function insertTask(row: NewTaskRow, actor: string): TaskRow {
   });
 }
 
-export function getTaskByIdForUser(id: string, userId: string): TaskRow | undefined {
-  return getDb()
+const selectTaskByIdForUser = preparedQuery((db) =>
+  db
     .select()
     .from(tasks)
-    .where(and(eq(tasks.id, id), eq(tasks.userId, userId)))
-    .get();
+    .where(and(eq(tasks.id, sql.placeholder('id')), eq(tasks.userId, sql.placeholder('userId'))))
+    .prepare(),
+);
+const selectTaskById = preparedQuery((db) => db.select().from(tasks).where(eq(tasks.id, sql.placeholder('id'))).prepare());
+
+export function getTaskByIdForUser(id: string, userId: string): TaskRow | undefined {
+  return selectTaskByIdForUser().get({ id, userId });
 }
 
 export function getTaskById(id: string): TaskRow | undefined {
-  return getDb().select().from(tasks).where(eq(tasks.id, id)).get();
+  return selectTaskById().get({ id });
 }
 
 export interface TaskFilter {
@@ -126,6 +131,32 @@ export function updateTaskProgress(
     .where(and(eq(tasks.id, id), inArray(tasks.status, ['working', 'input_required'])))
     .returning()
     .all()[0];
+}
+
+const updateLiveFields = preparedQuery((db) =>
+  db
+    .update(tasks)
+    .set({
+      progress: sql`${sql.placeholder('progress')}`,
+      progressTotal: sql`${sql.placeholder('progressTotal')}`,
+      progressMessage: sql`${sql.placeholder('progressMessage')}`,
+      statusMessage: sql`${sql.placeholder('statusMessage')}`,
+      lastUpdatedAt: sql`max(${sql.placeholder('now')}, ${tasks.lastUpdatedAt} + 1)`,
+    })
+    .where(and(eq(tasks.id, sql.placeholder('id')), inArray(tasks.status, ['working', 'input_required'])))
+    .prepare(),
+);
+
+/**
+ * Stores a running task's progress and status message as they stand; false when the task is no
+ * longer active. Written about once a second per task, so it runs prepared and returns no row.
+ */
+export function storeTaskProgress(
+  row: Pick<TaskRow, 'id' | 'progress' | 'progressTotal' | 'progressMessage' | 'statusMessage'>,
+  now: number,
+): boolean {
+  const { id, progress, progressTotal, progressMessage, statusMessage } = row;
+  return updateLiveFields().run({ id, progress, progressTotal, progressMessage, statusMessage, now }).changes > 0;
 }
 
 /** Marks a task as started again after a restart. */

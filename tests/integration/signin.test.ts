@@ -50,14 +50,17 @@ const cookieHeader = (response: Response) =>
     .map((cookie) => cookie.split(';')[0])
     .join('; ');
 
-/** Signs in the way NextAuth's own browser client does: CSRF token first, then the credentials form. */
-async function signIn(email: string, password: string, clientAddress: string) {
-  const csrf = await fetch(`${server.url}/api/auth/csrf`);
+/**
+ * Signs in the way NextAuth's own browser client does: CSRF token first, then the credentials form. The
+ * proxy in front of `server` adds `clientAddress` after what the client itself claimed.
+ */
+async function signIn(email: string, password: string, clientAddress: string, target = server, forwardedFor = `198.51.100.77, ${clientAddress}`) {
+  const csrf = await fetch(`${target.url}/api/auth/csrf`);
   const { csrfToken } = (await csrf.json()) as { csrfToken: string };
-  const response = await fetch(`${server.url}/api/auth/callback/credentials`, {
+  const response = await fetch(`${target.url}/api/auth/callback/credentials`, {
     method: 'POST',
     redirect: 'manual',
-    headers: { 'Content-Type': 'application/x-www-form-urlencoded', Cookie: cookieHeader(csrf), 'X-Forwarded-For': `198.51.100.77, ${clientAddress}` },
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded', Cookie: cookieHeader(csrf), 'X-Forwarded-For': forwardedFor },
     body: new URLSearchParams({ csrfToken, email, password, json: 'true', callbackUrl: '/tasks' }),
   });
   const session = response.headers.getSetCookie().find((cookie) => cookie.startsWith('next-auth.session-token='));
@@ -127,18 +130,10 @@ describe('sign-in throttling without a trusted proxy', () => {
   });
 
   it('counts the socket address, whatever X-Forwarded-For the client writes', async () => {
-    const attempt = async (index: number) => {
-      const csrf = await fetch(`${direct.url}/api/auth/csrf`);
-      const { csrfToken } = (await csrf.json()) as { csrfToken: string };
-      return fetch(`${direct.url}/api/auth/callback/credentials`, {
-        method: 'POST',
-        headers: { 'Content-Type': 'application/x-www-form-urlencoded', Cookie: cookieHeader(csrf), 'X-Forwarded-For': `203.0.113.${index}` },
-        body: new URLSearchParams({ csrfToken, email: `spoofer-${index}@example.com`, password: 'whatever', json: 'true' }),
-      });
-    };
-    expect((await attempt(1)).status).not.toBe(429);
-    expect((await attempt(2)).status).not.toBe(429);
-    expect((await attempt(3)).status).toBe(429);
+    const attempt = async (index: number) => (await signIn(`spoofer-${index}@example.com`, 'whatever', '', direct, `203.0.113.${index}`)).response.status;
+    expect(await attempt(1)).not.toBe(429);
+    expect(await attempt(2)).not.toBe(429);
+    expect(await attempt(3)).toBe(429);
   });
 });
 

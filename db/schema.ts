@@ -11,9 +11,28 @@ export const users = sqliteTable(
     email: text('email').notNull(),
     name: text('name'),
     passwordHash: text('password_hash'),
+    /** Embedded in every session token; raising it ends every session signed before (password change, sign out everywhere). */
+    sessionGeneration: integer('session_generation').notNull().default(0),
     createdAt: millis('created_at').notNull(),
   },
   (table) => [uniqueIndex('users_email_unique').on(table.email)],
+);
+
+/** GitHub and Google accounts joined to a user: a provider's account id signs in as exactly one user. */
+export const linkedAccounts = sqliteTable(
+  'linked_accounts',
+  {
+    provider: text('provider').notNull(),
+    providerAccountId: text('provider_account_id').notNull(),
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    createdAt: millis('created_at').notNull(),
+  },
+  (table) => [
+    uniqueIndex('linked_accounts_provider_account_unique').on(table.provider, table.providerAccountId),
+    index('linked_accounts_user_idx').on(table.userId),
+  ],
 );
 
 export const accessTokens = sqliteTable(

@@ -24,13 +24,23 @@ const envSchema = z
     // Sessions record their last use once a minute, so a shorter timeout could end one in use.
     SESSION_IDLE_TIMEOUT_MS: z.coerce.number().int().min(60_000).default(24 * 60 * 60 * 1000),
     ALLOW_SIGNUP: z.enum(['true', 'false']).default('true'),
+    OAUTH_ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(24 * 60 * 60).default(60 * 60),
+    OAUTH_REFRESH_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60 * 60).default(30 * 24 * 60 * 60),
+    OAUTH_REGISTRATIONS_PER_HOUR: positiveInt(20),
+    OAUTH_CLIENT_METADATA_PRIVATE_HOSTS: z.string().default(''),
   })
   .refine((env) => env.TASK_DEFAULT_TTL_MS <= env.TASK_MAX_TTL_MS, {
     path: ['TASK_DEFAULT_TTL_MS'],
     message: 'must not exceed TASK_MAX_TTL_MS',
   });
 
-export type Env = Omit<z.infer<typeof envSchema>, 'ALLOW_SIGNUP'> & { APP_URL: string; allowedOrigins: string[]; allowSignup: boolean };
+export type Env = Omit<z.infer<typeof envSchema>, 'ALLOW_SIGNUP' | 'OAUTH_CLIENT_METADATA_PRIVATE_HOSTS'> & {
+  APP_URL: string;
+  allowedOrigins: string[];
+  allowSignup: boolean;
+  /** Hosts whose client metadata documents may be fetched from private or loopback addresses. */
+  oauthMetadataPrivateHosts: string[];
+};
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -49,8 +59,11 @@ export function parseEnv(source: Record<string, string | undefined>): Env {
   const allowedOrigins = env.ALLOWED_ORIGINS.split(',')
     .map((origin) => origin.trim().replace(/\/+$/, ''))
     .filter(Boolean);
-  const { ALLOW_SIGNUP, ...rest } = env;
-  return { ...rest, APP_URL: appUrl, allowedOrigins, allowSignup: ALLOW_SIGNUP === 'true' };
+  const { ALLOW_SIGNUP, OAUTH_CLIENT_METADATA_PRIVATE_HOSTS, ...rest } = env;
+  const oauthMetadataPrivateHosts = OAUTH_CLIENT_METADATA_PRIVATE_HOSTS.split(',')
+    .map((host) => host.trim().toLowerCase())
+    .filter(Boolean);
+  return { ...rest, APP_URL: appUrl, allowedOrigins, allowSignup: ALLOW_SIGNUP === 'true', oauthMetadataPrivateHosts };
 }
 
 const globalForEnv = globalThis as unknown as { __mcpTaskServerEnv?: Env };

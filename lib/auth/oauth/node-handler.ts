@@ -93,6 +93,13 @@ async function continueInteraction(req: IncomingMessage, res: ServerResponse, ui
     sendErrorPage(res, 405, 'invalid_request', 'This address is only opened in the browser.');
     return;
   }
+  // The sign-in page returns here with Next's client router, which fetches a flight payload first. A
+  // plain answer (no side effects) makes the router load the address as a page, with its cookies.
+  if (req.headers.rsc !== undefined || req.headers['next-router-prefetch'] !== undefined) {
+    res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-store' });
+    res.end('Continue in the browser.');
+    return;
+  }
   const userId = await signedInUserId(req);
   if (!userId) {
     redirect(res, `/signin?${new URLSearchParams({ callbackUrl: `/oauth/interaction/${uid}` })}`);

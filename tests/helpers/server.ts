@@ -54,7 +54,7 @@ export async function startServer(extraEnv: Record<string, string> = {}): Promis
 
   const launch = async () => {
     log = '';
-    child = spawn(process.execPath, [tsxCli, 'scripts/start.ts'], {
+    child = spawn(process.execPath, ['scripts/start.mjs'], {
       cwd: root,
       env: { ...process.env, ...env },
       detached: true,

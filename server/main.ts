@@ -9,6 +9,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import path from 'node:path';
 import next from 'next';
 import { openDatabase } from '@/db/client';
+import { handleOAuthRequest } from '@/lib/auth/oauth/node-handler';
 import { getServerSecret } from '@/lib/auth/secret';
 import { ConfigError, getEnv } from '@/lib/env';
 import { handleMcp } from '@/lib/mcp/handler';
@@ -88,7 +89,8 @@ export async function main({ dev = false } = {}): Promise<void> {
     await sendWebResponse(await handleMcp(toWebRequest(req, res, env.APP_URL), mcp), res);
     return true;
   };
-  const handlers: NodeHandler[] = [serveMcp];
+  // The authorization server and its discovery documents (oidc-provider needs the raw Node request).
+  const handlers: NodeHandler[] = [serveMcp, handleOAuthRequest];
 
   const server = http.createServer(async (req, res) => {
     try {

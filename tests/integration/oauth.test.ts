@@ -238,7 +238,7 @@ describe('authorization code with PKCE', () => {
   it('refuses plain and missing PKCE challenges', async () => {
     const clientId = await publicClient();
     const ada = await signedIn('ada@example.com');
-    for (const overrides of [{ code_challenge_method: 'plain' }, { code_challenge: null, code_challenge_method: null }]) {
+    for (const overrides of [{ code_challenge_method: 'plain' }, { code_challenge: null, code_challenge_method: null }] as Array<Record<string, string | null>>) {
       const landed = await ada.authorize(authorizationUrl(clientId, pkcePair().challenge, overrides));
       expect(landed.searchParams.get('error')).toBe('invalid_request');
       expect(landed.searchParams.get('code')).toBeNull();

@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
 import type Provider from 'oidc-provider';
-import { deleteConsentsOfGrant, getConsent } from '@/db/queries/oauth';
+import { deleteConsentsOfGrant, deleteExpiredOAuthRecords, getConsent } from '@/db/queries/oauth';
 import { getUserById } from '@/db/queries/users';
 import { getServerSecret } from '@/lib/auth/secret';
 import { getEnv } from '@/lib/env';
@@ -12,6 +12,8 @@ import { renderOAuthErrorPage } from './error-page';
 import { signedInUserId } from './signed-in-user';
 
 export type OAuthProvider = Provider;
+
+const expiredRecordSweepMs = 60 * 60 * 1000;
 
 const globalForProvider = globalThis as unknown as { __mcpTaskServerOAuthProvider?: Promise<Provider> };
 
@@ -144,6 +146,8 @@ async function createProvider(): Promise<Provider> {
   const provider = new ProviderClass(env.APP_URL, configuration);
   // Behind a TLS proxy the app listens on http; the proxy's X-Forwarded-Proto says the request was https.
   provider.proxy = env.APP_URL.startsWith('https:');
+  // Expired codes, tokens and interactions are never found again; this only reclaims their rows.
+  setInterval(() => deleteExpiredOAuthRecords(Date.now()), expiredRecordSweepMs).unref();
   provider.on('grant.revoked', (_ctx: KoaContextWithOIDC, grantId: string) => deleteConsentsOfGrant(grantId));
   provider.on('server_error', (_ctx: KoaContextWithOIDC, error: Error) => console.error('OAuth: server error:', error.message));
   return provider;

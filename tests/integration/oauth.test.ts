@@ -254,14 +254,29 @@ describe('authorization code with PKCE', () => {
     expect(await response.text()).toContain('redirect_uri');
   });
 
-  it('accepts any port for a loopback redirect URI of a native client (RFC 8252)', async () => {
-    const clientId = await publicClient({ application_type: 'native' });
+  it.each([['native'], ['web']])('accepts any port for a loopback redirect URI of a %s client (RFC 8252), nothing else', async (applicationType) => {
+    const clientId = await publicClient({ application_type: applicationType });
     const ada = await signedIn('ada@example.com');
     const pkce = pkcePair();
     const otherPort = 'http://127.0.0.1:61111/callback';
     const landed = await ada.authorize(authorizationUrl(clientId, pkce.challenge, { redirect_uri: otherPort }));
     expect(landed.origin + landed.pathname).toBe(otherPort);
-    expect(landed.searchParams.get('code')).toBeTruthy();
+    const code = landed.searchParams.get('code')!;
+    expect((await exchange(clientId, code, pkce.verifier, { redirect_uri: otherPort })).status).toBe(200);
+    for (const other of ['http://127.0.0.1:61111/elsewhere', 'http://localhost:61111/callback', 'http://127.0.0.2:53682/callback']) {
+      const refused = await ada.follow(authorizationUrl(clientId, pkce.challenge, { redirect_uri: other }));
+      expect(refused.url.origin).toBe(server.url);
+      expect(refused.response.status).toBe(400);
+    }
+  });
+
+  it('asks again when a client it remembers wants more', async () => {
+    const clientId = await publicClient();
+    const ada = await signedIn('ada@example.com');
+    await tokensFor(ada, clientId);
+    const more = await ada.follow(authorizationUrl(clientId, pkcePair().challenge, { scope: 'mcp email' }));
+    expect(more.url.pathname).toMatch(/^\/consent\//);
+    expect(await more.response.text()).toContain('it now asks for more');
   });
 
   it('refuses a resource other than this server (RFC 8707)', async () => {

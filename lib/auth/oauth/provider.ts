@@ -7,6 +7,7 @@ import { getServerSecret } from '@/lib/auth/secret';
 import { getEnv } from '@/lib/env';
 import { SqliteAdapter } from './adapter';
 import { loadSigningKeys } from './keys';
+import { loopbackRedirectAllowed } from './loopback';
 import { mcpResource, mcpScope, oauthRoutes } from './metadata';
 import { renderOAuthErrorPage } from './error-page';
 import { signedInUserId } from './signed-in-user';
@@ -146,6 +147,11 @@ async function createProvider(): Promise<Provider> {
   const provider = new ProviderClass(env.APP_URL, configuration);
   // Behind a TLS proxy the app listens on http; the proxy's X-Forwarded-Proto says the request was https.
   provider.proxy = env.APP_URL.startsWith('https:');
+  const clientPrototype = provider.Client.prototype as { redirectUriAllowed(value: string): boolean; redirectUris?: readonly string[] };
+  const exactRedirectAllowed = clientPrototype.redirectUriAllowed;
+  clientPrototype.redirectUriAllowed = function redirectUriAllowed(value: string) {
+    return exactRedirectAllowed.call(this, value) || loopbackRedirectAllowed(value, this.redirectUris ?? []);
+  };
   // Expired codes, tokens and interactions are never found again; this only reclaims their rows.
   setInterval(() => deleteExpiredOAuthRecords(Date.now()), expiredRecordSweepMs).unref();
   provider.on('grant.revoked', (_ctx: KoaContextWithOIDC, grantId: string) => deleteConsentsOfGrant(grantId));

@@ -105,6 +105,18 @@ async function runDelayTask(client: Client): Promise<string> {
   return taskId;
 }
 
+/** With the code the browser brought back: connects, runs a task, and finds it and the app in the dashboard. */
+async function runTaskAndSeeIt(page: Page, oauth: MemoryOAuthClient, callback: URL, expected: { app: string; registration: string }) {
+  const client = await finishAndConnect(oauth, callback.searchParams.get('code')!);
+  const taskId = await runDelayTask(client);
+  await client.close();
+  await page.goto('/tasks');
+  await expect(page.locator(`tr[data-task-id="${taskId}"]`)).toBeVisible();
+  const apps = new ConnectedAppsPage(page, server.url);
+  await apps.goto();
+  await expect(apps.row(expected.app)).toContainText(expected.registration);
+}
+
 test('the SDK client registers itself, the person signs in and allows, and its task shows in their dashboard', async ({ page }) => {
   const auth = new AuthPage(page);
   await auth.signUp(email, password, 'Oauth Person');
@@ -125,15 +137,7 @@ test('the SDK client registers itself, the person signs in and allows, and its t
   expect(callback.searchParams.get('iss')).toBe(server.url);
   expect(oauth.information?.client_id).toBeTruthy();
 
-  const client = await finishAndConnect(oauth, callback.searchParams.get('code')!);
-  const taskId = await runDelayTask(client);
-  await client.close();
-
-  await page.goto(`${server.url}/tasks`);
-  await expect(page.locator(`tr[data-task-id="${taskId}"]`)).toBeVisible();
-  const apps = new ConnectedAppsPage(page, server.url);
-  await apps.goto();
-  await expect(apps.row('SDK registered client')).toContainText('Registered itself');
+  await runTaskAndSeeIt(page, oauth, callback, { app: 'SDK registered client', registration: 'Registered itself' });
 });
 
 test('the SDK client presents a Client ID Metadata Document: the consent page names its proven domain', async ({ page }) => {
@@ -156,14 +160,7 @@ test('the SDK client presents a Client ID Metadata Document: the consent page na
   });
   expect(oauth.information?.client_id).toBe(clientId);
   expect(documents.requests('/oauth/client.json')).toBeGreaterThan(0);
-  const client = await finishAndConnect(oauth, callback.searchParams.get('code')!);
-  const taskId = await runDelayTask(client);
-  await client.close();
-  await page.goto(`${server.url}/tasks`);
-  await expect(page.locator(`tr[data-task-id="${taskId}"]`)).toBeVisible();
-  const apps = new ConnectedAppsPage(page, server.url);
-  await apps.goto();
-  await expect(apps.row('Document client')).toContainText('Metadata document');
+  await runTaskAndSeeIt(page, oauth, callback, { app: 'Document client', registration: 'Metadata document' });
 });
 
 test('Deny sends access_denied back to the client and connects nothing', async ({ page }) => {

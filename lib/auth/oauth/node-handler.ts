@@ -100,22 +100,37 @@ async function continueInteraction(req: IncomingMessage, res: ServerResponse, ui
     res.end('Continue in the browser.');
     return;
   }
-  const userId = await signedInUserId(req);
-  if (!userId) {
-    redirect(res, `/signin?${new URLSearchParams({ callbackUrl: `/oauth/interaction/${uid}` })}`);
-    return;
-  }
-  const provider = await getOAuthProvider();
-  const details = await provider.interactionDetails(req, res).catch(() => null);
-  if (!details || details.uid !== uid) {
-    sendErrorPage(res, 400, 'invalid_request', 'This authorization step has expired or was started in another browser. Start connecting again from the application.');
-    return;
-  }
+  const step = await signedInStep(req, res, uid);
+  if (!step) return;
+  const { provider, details, userId } = step;
   if (details.prompt.name === 'login' || details.session?.accountId !== userId) {
     await provider.interactionFinished(req, res, { login: { accountId: userId } }, { mergeWithLastSubmission: false });
     return;
   }
   redirect(res, `/consent/${uid}`);
+}
+
+function sendStepExpired(res: ServerResponse): void {
+  sendErrorPage(res, 400, 'invalid_request', 'This authorization step has expired or was started in another browser. Start connecting again from the application.');
+}
+
+/**
+ * The signed-in person and the authorization step this browser is in (its interaction cookie must
+ * name `uid`); otherwise answers with the sign-in page (and back here) or an error page, and null.
+ */
+async function signedInStep(req: IncomingMessage, res: ServerResponse, uid: string) {
+  const userId = await signedInUserId(req);
+  if (!userId) {
+    redirect(res, `/signin?${new URLSearchParams({ callbackUrl: `/oauth/interaction/${uid}` })}`);
+    return null;
+  }
+  const provider = await getOAuthProvider();
+  const details = await provider.interactionDetails(req, res).catch(() => null);
+  if (!details || details.uid !== uid) {
+    sendStepExpired(res);
+    return null;
+  }
+  return { userId, provider, details };
 }
 
 async function readForm(req: IncomingMessage): Promise<URLSearchParams | null> {
@@ -140,15 +155,11 @@ async function confirmConsent(req: IncomingMessage, res: ServerResponse, uid: st
     sendErrorPage(res, 400, 'invalid_request', 'The consent form was not understood. Go back and press Allow or Deny.');
     return;
   }
-  const userId = await signedInUserId(req);
-  if (!userId) {
-    redirect(res, `/signin?${new URLSearchParams({ callbackUrl: `/oauth/interaction/${uid}` })}`);
-    return;
-  }
-  const provider = await getOAuthProvider();
-  const details = await provider.interactionDetails(req, res).catch(() => null);
-  if (!details || details.uid !== uid || details.prompt.name !== 'consent' || details.session?.accountId !== userId) {
-    sendErrorPage(res, 400, 'invalid_request', 'This authorization step has expired or was started in another browser. Start connecting again from the application.');
+  const step = await signedInStep(req, res, uid);
+  if (!step) return;
+  const { provider, details, userId } = step;
+  if (details.prompt.name !== 'consent' || details.session?.accountId !== userId) {
+    sendStepExpired(res);
     return;
   }
   if (parsed.data.decision === 'deny') {

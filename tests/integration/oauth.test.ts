@@ -194,6 +194,9 @@ describe('authorization code with PKCE', () => {
     const created = await mcp.startDelayTask(0);
     const taskId = created.taskId;
     const row = server.db().prepare('SELECT user_id FROM tasks WHERE id = ?').get(taskId) as { user_id: string };
+    const consent = server.db().prepare('SELECT registration, redirect_host, scope, last_used_at FROM oauth_consents WHERE client_id = ?').get(clientId) as Record<string, unknown>;
+    expect(consent).toMatchObject({ registration: 'dynamic', redirect_host: '127.0.0.1:53682', scope: 'mcp' });
+    expect(consent.last_used_at).toEqual(expect.any(Number));
     const adaUser = server.db().prepare("SELECT id FROM users WHERE email = 'ada@example.com'").get() as { id: string };
     expect(row.user_id).toBe(adaUser.id);
 

@@ -47,4 +47,16 @@ describe('configuration', () => {
   it('refuses a default ttl above the maximum', () => {
     expect(() => parseEnv({ TASK_DEFAULT_TTL_MS: '5000', TASK_MAX_TTL_MS: '1000' })).toThrow(/TASK_DEFAULT_TTL_MS: must not exceed TASK_MAX_TTL_MS/);
   });
+
+  it('reads the authorization server settings', () => {
+    expect(parseEnv({})).toMatchObject({
+      OAUTH_ACCESS_TOKEN_TTL_SECONDS: 3600,
+      OAUTH_REFRESH_TOKEN_TTL_SECONDS: 30 * 24 * 60 * 60,
+      OAUTH_REGISTRATIONS_PER_HOUR: 20,
+      oauthMetadataPrivateHosts: [],
+    });
+    expect(parseEnv({ OAUTH_CLIENT_METADATA_PRIVATE_HOSTS: ' Intranet.Example , localhost' }).oauthMetadataPrivateHosts).toEqual(['intranet.example', 'localhost']);
+    expect(() => parseEnv({ OAUTH_ACCESS_TOKEN_TTL_SECONDS: '10' })).toThrow(/OAUTH_ACCESS_TOKEN_TTL_SECONDS/);
+    expect(() => parseEnv({ OAUTH_REGISTRATIONS_PER_HOUR: '0' })).toThrow(/OAUTH_REGISTRATIONS_PER_HOUR/);
+  });
 });

@@ -54,7 +54,7 @@ async function createProvider(): Promise<Provider> {
   const configuration: Configuration = {
     adapter: SqliteAdapter,
     clients: [],
-    jwks: { keys: loadSigningKeys() as Configuration['jwks'] extends { keys: infer K } | undefined ? K : never },
+    jwks: { keys: loadSigningKeys() as NonNullable<Configuration['jwks']>['keys'] },
     cookies: { keys: cookieKeys() },
     routes: oauthRoutes,
     scopes: ['openid', 'offline_access', mcpScope],
@@ -99,6 +99,7 @@ async function createProvider(): Promise<Provider> {
       IdToken: 60 * 60,
     },
     clientBasedCORS: () => true,
+    // Cast: the published types (9.12) predate clientIdMetadataDocument, which the library (9.13) has.
     features: {
       devInteractions: { enabled: false },
       registration: { enabled: true, initialAccessToken: false, issueRegistrationAccessToken: false },

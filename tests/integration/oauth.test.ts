@@ -498,9 +498,17 @@ describe('registration', () => {
     const client = (await response.json()) as { client_id: string; client_secret: string; token_endpoint_auth_method: string };
     expect(client.client_secret).toBeTruthy();
     expect(client.token_endpoint_auth_method).toBe('client_secret_basic');
-    const basic = `Basic ${Buffer.from(`${client.client_id}:wrong`).toString('base64')}`;
-    const refused = await tokenRequest(server.url, { grant_type: 'authorization_code', code: 'x', redirect_uri: redirectUri }, { Authorization: basic });
-    expect(refused.body.error).toBe('invalid_client');
+    const basic = (secret: string) => `Basic ${Buffer.from(`${client.client_id}:${secret}`).toString('base64')}`;
+    const bogusCode = { grant_type: 'authorization_code', code: 'x', redirect_uri: redirectUri };
+    expect((await tokenRequest(server.url, bogusCode, { Authorization: basic('wrong') })).body.error).toBe('invalid_client');
+    // The right secret passes client authentication (and meets the bogus code).
+    expect((await tokenRequest(server.url, bogusCode, { Authorization: basic(client.client_secret) })).body.error).toBe('invalid_grant');
+    const posted = await tokenRequest(server.url, { ...bogusCode, client_id: client.client_id, client_secret: client.client_secret });
+    expect(posted.body.error).toBe('invalid_grant');
+    const postedWrong = await tokenRequest(server.url, { ...bogusCode, client_id: client.client_id, client_secret: `${client.client_secret}x` });
+    expect(postedWrong.body.error).toBe('invalid_client');
+    const stored = JSON.stringify(server.db().prepare("SELECT payload FROM oauth_records WHERE model = 'Client'").all());
+    expect(stored).not.toContain(client.client_secret);
   });
 
   it('refuses malformed JSON, wrong types and bad redirect URIs', async () => {
@@ -531,6 +539,7 @@ describe('registration', () => {
     const tokens = await tokenRequest(server.url, { grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: redirectUri, resource }, { Authorization: basic });
     expect(tokens.status).toBe(200);
     expect(server.db().prepare('SELECT registration FROM oauth_consents WHERE client_id = ?').get(clientId)).toEqual({ registration: 'preregistered' });
+    expect(JSON.stringify(server.db().prepare("SELECT payload FROM oauth_records WHERE model = 'Client'").all())).not.toContain(clientSecret);
     const bad = runScript('scripts/oauth-client.ts', ['--name', 'No URI']);
     expect(bad.status).toBe(2);
   });

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import {
   consumeOAuthRecord,
@@ -14,15 +14,30 @@ export function hashOAuthId(id: string): string {
   return createHash('sha256').update(id).digest('hex');
 }
 
+const clientSecretHashPrefix = 'sha256:';
+
+/** What is stored of a client secret: it is compared (see clientSecretMatches), never read back. */
+export function hashClientSecret(secret: string): string {
+  return secret.startsWith(clientSecretHashPrefix) ? secret : clientSecretHashPrefix + hashOAuthId(secret);
+}
+
+export function clientSecretMatches(storedHash: string | undefined, presented: string): boolean {
+  if (!storedHash) return false;
+  const expected = Buffer.from(storedHash);
+  const actual = Buffer.from(clientSecretHashPrefix + hashOAuthId(presented));
+  return expected.length === actual.length && timingSafeEqual(expected, actual);
+}
+
 /**
  * oidc-provider's storage interface over SQLite. The id (`jti`) is never stored: `find` is always
- * called with it, so it is put back on the way out.
+ * called with it, so it is put back on the way out. A client's secret is kept as a hash.
  */
 export class SqliteAdapter implements Adapter {
   constructor(private readonly model: string) {}
 
   async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
     const { jti: _secret, ...stored } = payload;
+    if (this.model === 'Client' && typeof stored.client_secret === 'string') stored.client_secret = hashClientSecret(stored.client_secret);
     upsertOAuthRecord({
       model: this.model,
       idHash: hashOAuthId(id),

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { deleteOAuthRecord, upsertOAuthRecord } from '@/db/queries/oauth';
-import { hashOAuthId } from './adapter';
+import { hashClientSecret, hashOAuthId } from './adapter';
 import { getOAuthProvider } from './provider';
 
 /**
@@ -29,7 +29,7 @@ export async function preregisterClient(input: { name: string; redirectUris: str
   upsertOAuthRecord({
     model: 'Client',
     idHash: hashOAuthId(clientId),
-    payload: metadata,
+    payload: clientSecret ? { ...metadata, client_secret: hashClientSecret(clientSecret) } : metadata,
     grantId: null,
     uid: null,
     expiresAt: null,

@@ -5,7 +5,7 @@ import { deleteConsentsOfGrant, deleteExpiredOAuthRecords, getConsent } from '@/
 import { getUserById } from '@/db/queries/users';
 import { getServerSecret } from '@/lib/auth/secret';
 import { getEnv } from '@/lib/env';
-import { SqliteAdapter } from './adapter';
+import { clientSecretMatches, SqliteAdapter } from './adapter';
 import { loadSigningKeys } from './keys';
 import { loopbackRedirectAllowed } from './loopback';
 import { mcpResource, mcpScope, oauthRoutes } from './metadata';
@@ -148,7 +148,16 @@ async function createProvider(): Promise<Provider> {
   const provider = new ProviderClass(env.APP_URL, configuration);
   // Behind a TLS proxy the app listens on http; the proxy's X-Forwarded-Proto says the request was https.
   provider.proxy = env.APP_URL.startsWith('https:');
-  const clientPrototype = provider.Client.prototype as { redirectUriAllowed(value: string): boolean; redirectUris?: readonly string[] };
+  const clientPrototype = provider.Client.prototype as {
+    redirectUriAllowed(value: string): boolean;
+    compareClientSecret(presented: string): boolean;
+    redirectUris?: readonly string[];
+    clientSecret?: string;
+  };
+  // Client secrets are stored as hashes (the adapter): compare the hash of what the client presents.
+  clientPrototype.compareClientSecret = function compareClientSecret(presented: string) {
+    return clientSecretMatches(this.clientSecret, presented);
+  };
   const exactRedirectAllowed = clientPrototype.redirectUriAllowed;
   clientPrototype.redirectUriAllowed = function redirectUriAllowed(value: string) {
     return exactRedirectAllowed.call(this, value) || loopbackRedirectAllowed(value, this.redirectUris ?? []);

@@ -86,7 +86,7 @@ export async function main({ dev = false } = {}): Promise<void> {
 
   const serveMcp: NodeHandler = async (req, res) => {
     if (!isPath(req, '/mcp')) return false;
-    await sendWebResponse(await handleMcp(toWebRequest(req, res, env.APP_URL), mcp), res);
+    await sendWebResponse(await handleMcp(await toWebRequest(req, res, env.APP_URL, mcp.maxBodyBytes), mcp), res);
     return true;
   };
   // The authorization server and its discovery documents (oidc-provider needs the raw Node request).

@@ -1,5 +1,5 @@
 import { and, asc, count, desc, eq, gt, inArray, like, lte, sql } from 'drizzle-orm';
-import { getDb } from '../client';
+import { getDb, preparedQuery } from '../client';
 import { taskEvents, tasks, type TaskStatus } from '../schema';
 
 export type TaskRow = typeof tasks.$inferSelect;
@@ -21,16 +21,21 @@ export function insertTask(row: NewTaskRow, actor: string): TaskRow {
   });
 }
 
-export function getTaskByIdForUser(id: string, userId: string): TaskRow | undefined {
-  return getDb()
+const selectTaskByIdForUser = preparedQuery((db) =>
+  db
     .select()
     .from(tasks)
-    .where(and(eq(tasks.id, id), eq(tasks.userId, userId)))
-    .get();
+    .where(and(eq(tasks.id, sql.placeholder('id')), eq(tasks.userId, sql.placeholder('userId'))))
+    .prepare(),
+);
+const selectTaskById = preparedQuery((db) => db.select().from(tasks).where(eq(tasks.id, sql.placeholder('id'))).prepare());
+
+export function getTaskByIdForUser(id: string, userId: string): TaskRow | undefined {
+  return selectTaskByIdForUser().get({ id, userId });
 }
 
 export function getTaskById(id: string): TaskRow | undefined {
-  return getDb().select().from(tasks).where(eq(tasks.id, id)).get();
+  return selectTaskById().get({ id });
 }
 
 export interface TaskFilter {

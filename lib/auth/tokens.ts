@@ -51,13 +51,14 @@ export function verifyBearer(authorization: string | null, appUrl: string): Toke
   if (!match) return { ok: false, reason: 'malformed' };
   if (!match[1].startsWith(tokenPrefix)) return verifyOAuthAccessToken(match[1], appUrl);
   if (!tokenPattern.test(match[1])) return { ok: false, reason: 'malformed' };
-  const found = getAccessTokenByHash(hashToken(match[1]));
+  const tokenHash = hashToken(match[1]);
+  const found = getAccessTokenByHash(tokenHash);
   if (!found) return { ok: false, reason: 'unknown' };
   const now = Date.now();
   if (found.token.revokedAt !== null) return { ok: false, reason: 'revoked' };
   if (found.token.expiresAt !== null && found.token.expiresAt <= now) return { ok: false, reason: 'expired' };
   if (found.token.lastUsedAt === null || now - found.token.lastUsedAt >= lastUsedResolutionMs) {
-    markAccessTokenUsed(found.token.id, now);
+    markAccessTokenUsed(found.token.id, tokenHash, now);
   }
   return { ok: true, user: found.user, tokenId: found.token.id };
 }

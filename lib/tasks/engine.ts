@@ -28,6 +28,7 @@ import { publishTaskEvent, topics, type EventBus } from './bus';
 import { decodeCursor, encodeCursor } from './cursor';
 import { describeFields } from './elicitation';
 import { TaskInputs } from './inputs';
+import { CoalescedProgress } from './progress';
 import { waitFor } from './wait';
 import { activeStatuses, isTerminal, statusesLeadingTo, type TaskStatus } from './states';
 
@@ -42,6 +43,9 @@ export interface EngineConfig {
   /** How many working or waiting tasks one user may have at once. */
   maxActivePerUser: number;
 }
+
+/** How often a running task's progress is written; every report is published on the bus at once. */
+const progressWriteIntervalMs = 1000;
 
 /** A shorter ttl would let a task expire before a client could poll it even once. */
 export const minTtlMs = 1000;
@@ -259,13 +263,14 @@ export class TaskEngine {
   private run(row: TaskRow, tool: ToolDefinition, resumedFrom?: ToolContext['resumedFrom']): void {
     const controller = new AbortController();
     this.running.set(row.id, controller);
+    const progress = new CoalescedProgress(row, (update) => updateTaskProgress(row.id, update), progressWriteIntervalMs);
     const ctx: ToolContext = {
       signal: controller.signal,
       taskId: row.id,
       resumedFrom,
       progress: (done, total, message) => {
         if (controller.signal.aborted) return;
-        const updated = updateTaskProgress(row.id, { progress: done, progressTotal: total ?? null, progressMessage: message ?? null });
+        const updated = progress.report({ progress: done, progressTotal: total ?? null, progressMessage: message ?? null });
         if (updated) publishTaskEvent(this.bus, { type: 'task-progress', task: updated, progress: done, total, message });
       },
       status: (message) => {
@@ -293,6 +298,7 @@ export class TaskEngine {
     void executeTool(tool, row.arguments, ctx)
       .then((outcome) => {
         if (controller.signal.aborted) return;
+        progress.flush();
         this.finish(row.id, outcome.kind === 'result' ? outcome.result : undefined, outcome.kind === 'error' ? outcome.error : undefined);
       })
       .catch((error: unknown) => {
@@ -300,6 +306,7 @@ export class TaskEngine {
         console.error(`Task ${row.id}: could not record its outcome:`, error);
       })
       .finally(() => {
+        progress.stop();
         if (this.running.get(row.id) === controller) this.running.delete(row.id);
       });
   }

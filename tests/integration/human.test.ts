@@ -241,7 +241,7 @@ describe('a client that takes questions as tasks of its own', () => {
     do cancel = await otherStream.nextMessage();
     while (cancel && cancel.method !== 'tasks/cancel');
     await otherStream.close();
-    expect(cancel.params).toEqual({ taskId: 'client-task-2' });
+    expect(cancel?.params).toEqual({ taskId: 'client-task-2' });
     expect(server.db().prepare('SELECT client_task_id FROM task_inputs WHERE task_id = ?').get(taskId)).toEqual({ client_task_id: 'client-task-1' });
     await mcp.call('tasks/cancel', { taskId });
     await stream.close();

@@ -35,9 +35,10 @@ describe('kill -9 and a fresh start', () => {
          VALUES (?, ?, ?, 'retired_tool', '{}', 'working', 'Working', ?, ?, 600000, ?, 1000)`,
       )
       .run(orphanId, user.id, mcp.sessionId, now, now, now + 600_000);
-    await sleep(1300);
-    const progressBeforeKill = (server.db().prepare('SELECT progress FROM tasks WHERE id = ?').get(resumable.taskId) as any).progress;
-    expect(progressBeforeKill).toBeGreaterThanOrEqual(1);
+    // Progress is stored about once a second.
+    const storedProgress = () => (server.db().prepare('SELECT progress FROM tasks WHERE id = ?').get(resumable.taskId) as any).progress;
+    await expect.poll(storedProgress, { timeout: 2500, interval: 50 }).toBeGreaterThanOrEqual(1);
+    const progressBeforeKill = storedProgress();
 
     await server.kill9();
     const statuses = server.db().prepare('SELECT id, status FROM tasks').all() as Array<{ id: string; status: string }>;

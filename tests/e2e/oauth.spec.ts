@@ -207,3 +207,17 @@ test('Disconnect ends the tokens and an open stream at once', async ({ page }) =
   const refreshed = await tokenRequest(server.url, { grant_type: 'refresh_token', client_id: oauth.information!.client_id, refresh_token: refreshToken! });
   expect(refreshed.body.error).toBe('invalid_grant');
 });
+
+test("another person sees none of these connected apps", async ({ page }) => {
+  await signIn(page);
+  const apps = new ConnectedAppsPage(page, server.url);
+  await apps.goto();
+  await expect(apps.row('SDK registered client')).toBeVisible();
+  await new AuthPage(page).signOut();
+
+  await new AuthPage(page).signUp(uniqueEmail('other'), password);
+  await page.waitForURL(/\/tasks$/);
+  await apps.goto();
+  await expect(page.getByText('No connected apps yet.')).toBeVisible();
+  await expect(apps.row('SDK registered client')).toHaveCount(0);
+});

@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpsDocumentServer } from '../helpers/https';
@@ -151,6 +152,21 @@ describe('discovery', () => {
       expect(metadata.response_types_supported).toEqual(['code']);
       expect(metadata.authorization_response_iss_parameter_supported).toBe(true);
     }
+  });
+
+  it('keeps its signing keys beside the database, readable by the server only, and publishes them', async () => {
+    const published = (await (await fetch(`${server.url}/oauth/jwks`)).json()) as { keys: Array<{ kid: string; d?: string }> };
+    const keysFile = path.join(server.dataDir, 'oauth-keys.json');
+    expect(fs.statSync(keysFile).mode & 0o777).toBe(0o600);
+    const stored = JSON.parse(fs.readFileSync(keysFile, 'utf8')) as { keys: Array<{ kid: string; d?: string }> };
+    expect(published.keys.map((key) => key.kid)).toEqual(stored.keys.map((key) => key.kid));
+    expect(published.keys.every((key) => key.d === undefined)).toBe(true);
+
+    expect(runScript('scripts/oauth-rotate-key.ts', []).status).toBe(0);
+    const rotated = JSON.parse(fs.readFileSync(keysFile, 'utf8')) as { keys: Array<{ kid: string }> };
+    expect(rotated.keys).toHaveLength(stored.keys.length + 1);
+    expect(rotated.keys[1].kid).toBe(stored.keys[0].kid);
+    expect(fs.statSync(keysFile).mode & 0o777).toBe(0o600);
   });
 
   it('answers /mcp without a token with 401 and where to discover the authorization server', async () => {

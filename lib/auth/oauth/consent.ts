@@ -31,10 +31,7 @@ function hostOf(uri: unknown): string | null {
 }
 
 export interface ConsentRequest {
-  uid: string;
-  clientId: string;
   clientName: string;
-  clientUri: string | null;
   registration: ClientRegistration;
   /** The domain the client proved it controls by serving its metadata document; null when self-asserted. */
   provenDomain: string | null;
@@ -55,10 +52,7 @@ export async function describeConsentRequest(uid: string, userId: string): Promi
   const registration = clientRegistration(clientId);
   const requested = String(interaction.params.scope ?? '').split(' ').filter((scope) => scope in scopeDescriptions);
   return {
-    uid,
-    clientId,
     clientName: client.clientName ?? clientId,
-    clientUri: client.clientUri ?? null,
     registration,
     provenDomain: registration === 'metadata_document' ? hostOf(clientId) : null,
     redirectHost: hostOf(interaction.params.redirect_uri),

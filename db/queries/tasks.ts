@@ -133,6 +133,32 @@ export function updateTaskProgress(
     .all()[0];
 }
 
+const updateLiveFields = preparedQuery((db) =>
+  db
+    .update(tasks)
+    .set({
+      progress: sql`${sql.placeholder('progress')}`,
+      progressTotal: sql`${sql.placeholder('progressTotal')}`,
+      progressMessage: sql`${sql.placeholder('progressMessage')}`,
+      statusMessage: sql`${sql.placeholder('statusMessage')}`,
+      lastUpdatedAt: sql`max(${sql.placeholder('now')}, ${tasks.lastUpdatedAt} + 1)`,
+    })
+    .where(and(eq(tasks.id, sql.placeholder('id')), inArray(tasks.status, ['working', 'input_required'])))
+    .prepare(),
+);
+
+/**
+ * Stores a running task's progress and status message as they stand; false when the task is no
+ * longer active. Written about once a second per task, so it runs prepared and returns no row.
+ */
+export function storeTaskProgress(
+  row: Pick<TaskRow, 'id' | 'progress' | 'progressTotal' | 'progressMessage' | 'statusMessage'>,
+  now: number,
+): boolean {
+  const { id, progress, progressTotal, progressMessage, statusMessage } = row;
+  return updateLiveFields().run({ id, progress, progressTotal, progressMessage, statusMessage, now }).changes > 0;
+}
+
 /** Marks a task as started again after a restart. */
 export function incrementTaskAttempt(id: string): void {
   getDb()

@@ -9,6 +9,7 @@ import {
   listTasksByStatus,
   listTaskEventsByTaskId,
   listTasksByUserId,
+  storeTaskProgress,
   transitionTask,
   updateTaskProgress,
   type TaskEventRow,
@@ -208,6 +209,8 @@ export class TaskEngine {
         return undefined;
       },
       signal,
+      // Progress and status messages change neither the status nor the questions: nothing to do for them.
+      (event) => event.type !== 'task-progress' && !(event.type === 'task-changed' && !event.transition),
     );
   }
 
@@ -263,7 +266,7 @@ export class TaskEngine {
   private run(row: TaskRow, tool: ToolDefinition, resumedFrom?: ToolContext['resumedFrom']): void {
     const controller = new AbortController();
     this.running.set(row.id, controller);
-    const progress = new CoalescedProgress(row, (update) => updateTaskProgress(row.id, update), progressWriteIntervalMs);
+    const progress = new CoalescedProgress(row, (current) => storeTaskProgress(current, Date.now()), progressWriteIntervalMs);
     const ctx: ToolContext = {
       signal: controller.signal,
       taskId: row.id,
@@ -275,7 +278,7 @@ export class TaskEngine {
       },
       status: (message) => {
         if (controller.signal.aborted) return;
-        const updated = updateTaskProgress(row.id, { statusMessage: message });
+        const updated = progress.report({ statusMessage: message });
         if (updated) this.announce(updated, false);
       },
       elicit: async (request, { key }) => {

@@ -199,3 +199,55 @@ export const taskInputs = sqliteTable(
     index('task_inputs_user_status_idx').on(table.userId, table.status, table.createdAt),
   ],
 );
+
+/**
+ * The authorization server's storage (oidc-provider's adapter): clients, grants, codes, tokens,
+ * sessions and interactions, one row each. Rows are keyed by a SHA-256 of the provider's id, because
+ * for codes and tokens that id is the secret itself; the payload never holds it either.
+ */
+export const oauthRecords = sqliteTable(
+  'oauth_records',
+  {
+    model: text('model').notNull(),
+    idHash: text('id_hash').notNull(),
+    payload: text('payload', { mode: 'json' }).notNull().$type<Record<string, unknown>>(),
+    grantId: text('grant_id'),
+    uid: text('uid'),
+    /** How a client came to exist: 'dynamic' (RFC 7591) or 'preregistered' (command line). */
+    registeredVia: text('registered_via'),
+    expiresAt: millis('expires_at'),
+    consumedAt: millis('consumed_at'),
+  },
+  (table) => [
+    uniqueIndex('oauth_records_model_id_unique').on(table.model, table.idHash),
+    index('oauth_records_grant_idx').on(table.grantId),
+    index('oauth_records_uid_idx').on(table.uid),
+    index('oauth_records_expires_idx').on(table.expiresAt),
+  ],
+);
+
+export const clientRegistrations = ['metadata_document', 'dynamic', 'preregistered'] as const;
+export type ClientRegistration = (typeof clientRegistrations)[number];
+
+/** A person's "yes" to a client: remembered until they disconnect it, shown in Connected apps. */
+export const oauthConsents = sqliteTable(
+  'oauth_consents',
+  {
+    id: text('id').primaryKey(),
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    clientId: text('client_id').notNull(),
+    clientName: text('client_name'),
+    registration: text('registration', { enum: clientRegistrations }).notNull(),
+    redirectHost: text('redirect_host'),
+    grantId: text('grant_id').notNull(),
+    scope: text('scope').notNull(),
+    allowedAt: millis('allowed_at').notNull(),
+    lastUsedAt: millis('last_used_at'),
+  },
+  (table) => [
+    uniqueIndex('oauth_consents_user_client_unique').on(table.userId, table.clientId),
+    index('oauth_consents_grant_idx').on(table.grantId),
+  ],
+);

@@ -33,6 +33,10 @@ const envSchema = z
     SIGNIN_MAX_PER_IP: positiveInt(50),
     SIGNIN_MAX_PER_ACCOUNT: positiveInt(10),
     SIGNUP_MAX_PER_IP: positiveInt(20),
+    OAUTH_ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(24 * 60 * 60).default(60 * 60),
+    OAUTH_REFRESH_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60 * 60).default(30 * 24 * 60 * 60),
+    OAUTH_REGISTRATIONS_PER_HOUR: positiveInt(20),
+    OAUTH_CLIENT_METADATA_PRIVATE_HOSTS: z.string().default(''),
   })
   .refine((env) => env.TASK_DEFAULT_TTL_MS <= env.TASK_MAX_TTL_MS, {
     path: ['TASK_DEFAULT_TTL_MS'],
@@ -47,12 +51,14 @@ const envSchema = z
   });
 
 type ParsedEnv = z.infer<typeof envSchema>;
-export type Env = Omit<ParsedEnv, 'ALLOW_SIGNUP' | 'TRUST_PROXY'> & {
+export type Env = Omit<ParsedEnv, 'ALLOW_SIGNUP' | 'TRUST_PROXY' | 'OAUTH_CLIENT_METADATA_PRIVATE_HOSTS'> & {
   APP_URL: string;
   allowedOrigins: string[];
   allowSignup: boolean;
   /** Read the client's address from X-Forwarded-For (the entry the proxy in front added). */
   trustProxy: boolean;
+  /** Hosts whose client metadata documents may be fetched from private or loopback addresses. */
+  oauthMetadataPrivateHosts: string[];
 };
 
 /** Addresses only this machine can reach: listening there over http exposes nothing. */
@@ -78,8 +84,11 @@ export function parseEnv(source: Record<string, string | undefined>): Env {
   const allowedOrigins = env.ALLOWED_ORIGINS.split(',')
     .map((origin) => origin.trim().replace(/\/+$/, ''))
     .filter(Boolean);
-  const { ALLOW_SIGNUP, TRUST_PROXY, ...rest } = env;
-  return { ...rest, APP_URL: appUrl, allowedOrigins, allowSignup: ALLOW_SIGNUP, trustProxy: TRUST_PROXY };
+  const { ALLOW_SIGNUP, TRUST_PROXY, OAUTH_CLIENT_METADATA_PRIVATE_HOSTS, ...rest } = env;
+  const oauthMetadataPrivateHosts = OAUTH_CLIENT_METADATA_PRIVATE_HOSTS.split(',')
+    .map((host) => host.trim().toLowerCase())
+    .filter(Boolean);
+  return { ...rest, APP_URL: appUrl, allowedOrigins, allowSignup: ALLOW_SIGNUP, trustProxy: TRUST_PROXY, oauthMetadataPrivateHosts };
 }
 
 const globalForEnv = globalThis as unknown as { __mcpTaskServerEnv?: Env };

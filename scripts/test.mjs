@@ -84,9 +84,10 @@ if (run(process.execPath, [path.join(root, 'node_modules', 'next', 'dist', 'bin'
 } else {
   runVitest('all');
   // The integration suites again with /mcp served by Next's route handler (next start), the mount for
-  // hosts that run only route handlers.
+  // hosts that run only route handlers. The authorization server needs npm start's server, so its
+  // suite runs once.
   console.log('\nIntegration suites through the route handler (next start)...');
-  runVitest('route-handler', ['tests/integration'], { MCP_TEST_MOUNT: 'route-handler' });
+  runVitest('route-handler', ['tests/integration', '--exclude', 'tests/integration/oauth.test.ts'], { MCP_TEST_MOUNT: 'route-handler' });
   runPlaywright();
 }
 const summary = `${totals.passed} passed, ${totals.failed} failed${totals.skipped ? `, ${totals.skipped} skipped` : ''}`;

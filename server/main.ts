@@ -10,6 +10,7 @@ import path from 'node:path';
 import next from 'next';
 import { openDatabase } from '@/db/client';
 import { normaliseForwardedFor } from '@/lib/auth/client-address';
+import { handleOAuthRequest } from '@/lib/auth/oauth/node-handler';
 import { getServerSecret } from '@/lib/auth/secret';
 import { ConfigError, getEnv } from '@/lib/env';
 import { handleMcp } from '@/lib/mcp/handler';
@@ -89,7 +90,8 @@ export async function main({ dev = false } = {}): Promise<void> {
     await sendWebResponse(await handleMcp(await toWebRequest(req, res, env.APP_URL, mcp.maxBodyBytes), mcp), res);
     return true;
   };
-  const handlers: NodeHandler[] = [serveMcp];
+  // The authorization server and its discovery documents (oidc-provider needs the raw Node request).
+  const handlers: NodeHandler[] = [serveMcp, handleOAuthRequest];
 
   const server = http.createServer(async (req, res) => {
     // Sign-in throttles count per client address, read from X-Forwarded-For: no client may write its own.

@@ -28,6 +28,7 @@ export default async function DashboardLayout({ children }: { children: React.Re
               )}
             </NavLink>
             <NavLink href="/tokens">Tokens</NavLink>
+            <NavLink href="/apps">Connected apps</NavLink>
             <NavLink href="/connect">Connect</NavLink>
           </nav>
           {user && (

@@ -14,7 +14,6 @@ import { getEnv } from '@/lib/env';
 import { defaultCallbackPath, safeCallbackPath } from './callback-url';
 import { getServerSecret } from './secret';
 import { burnDummyHash, hashPassword, needsRehash, passwordRules, verifyPassword } from './password';
-import { getCurrentUser } from './session';
 import { forgetSignInAttempts } from './throttle';
 
 /** Why an OAuth sign-in was refused; the sign-in page explains each (`?error=`). */
@@ -192,7 +191,11 @@ export function buildAuthOptions(dependencies: AuthDependencies): NextAuthOption
 const globalForAuth = globalThis as unknown as { __mcpTaskServerAuthOptions?: NextAuthOptions };
 
 export function getAuthOptions(): NextAuthOptions {
-  globalForAuth.__mcpTaskServerAuthOptions ??= buildAuthOptions({ signedInUserId: async () => (await getCurrentUser())?.id ?? null });
+  // Loaded when a sign-in asks, not with these options: next/headers may only load inside Next's server,
+  // and the production server reads these options (for the OAuth sign-in step) before Next has started.
+  globalForAuth.__mcpTaskServerAuthOptions ??= buildAuthOptions({
+    signedInUserId: async () => (await (await import('./session')).getCurrentUser())?.id ?? null,
+  });
   return globalForAuth.__mcpTaskServerAuthOptions;
 }
 

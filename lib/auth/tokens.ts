@@ -9,6 +9,7 @@ import {
   revokeAccessTokenById,
   type AccessToken,
 } from '@/db/queries/tokens';
+import { isOAuthAccessTokenActive, oauthTokenIdPrefix, verifyOAuthAccessToken } from './oauth/access-tokens';
 
 export const tokenPrefix = 'mcp_pat_';
 /** 32 random bytes (256 bits), base64url: 43 characters after the prefix. */
@@ -38,13 +39,18 @@ export function issueAccessToken(input: { userId: string; name: string; expiresA
 
 export type TokenCheck =
   | { ok: true; user: { id: string; email: string; name: string | null }; tokenId: string }
-  | { ok: false; reason: 'missing' | 'malformed' | 'unknown' | 'revoked' | 'expired' };
+  | { ok: false; reason: 'missing' | 'malformed' | 'unknown' | 'revoked' | 'expired' | 'wrong_audience' | 'insufficient_scope' };
 
-/** Reads `Authorization: Bearer <token>` and says who it belongs to, or why it is refused. */
-export function verifyBearer(authorization: string | null): TokenCheck {
+/**
+ * Reads `Authorization: Bearer <token>` and says who it belongs to, or why it is refused: a personal
+ * access token (`mcp_pat_…`), or an OAuth access token this server issued for `appUrl`'s /mcp.
+ */
+export function verifyBearer(authorization: string | null, appUrl: string): TokenCheck {
   if (!authorization) return { ok: false, reason: 'missing' };
   const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-  if (!match || !tokenPattern.test(match[1])) return { ok: false, reason: 'malformed' };
+  if (!match) return { ok: false, reason: 'malformed' };
+  if (!match[1].startsWith(tokenPrefix)) return verifyOAuthAccessToken(match[1], appUrl);
+  if (!tokenPattern.test(match[1])) return { ok: false, reason: 'malformed' };
   const tokenHash = hashToken(match[1]);
   const found = getAccessTokenByHash(tokenHash);
   if (!found) return { ok: false, reason: 'unknown' };
@@ -59,6 +65,7 @@ export function verifyBearer(authorization: string | null): TokenCheck {
 
 /** Whether a token can still be used: for streams that outlive the request that opened them. */
 export function isAccessTokenActive(tokenId: string): boolean {
+  if (tokenId.startsWith(oauthTokenIdPrefix)) return isOAuthAccessTokenActive(tokenId);
   const token = getAccessTokenById(tokenId);
   return Boolean(token && token.revokedAt === null && (token.expiresAt === null || token.expiresAt > Date.now()));
 }

@@ -1,4 +1,5 @@
 import { createMcpSession, endMcpSession, getMcpSessionById, touchMcpSession, type McpSession } from '@/db/queries/sessions';
+import { mcpScope, resourceMetadataUrl } from '@/lib/auth/oauth/metadata';
 import { isAccessTokenActive, verifyBearer } from '@/lib/auth/tokens';
 import type { TaskEngine } from '@/lib/tasks/engine';
 import { ErrorCode, HttpError, isHttpError, isRpcError, RpcError, type JsonRpcErrorObject } from './errors';
@@ -79,7 +80,7 @@ const inFlightKey = (sessionId: string, id: string | number) => `${sessionId}\u0
 export async function handleMcp(request: Request, ctx: McpContext): Promise<Response> {
   try {
     requireAllowedOrigin(request, allowedOrigins(ctx.appUrl, ctx.allowedOrigins));
-    const caller = authenticate(request);
+    const caller = authenticate(request, ctx.appUrl);
     requireSupportedVersionHeader(request);
     switch (request.method) {
       case 'POST':
@@ -107,20 +108,29 @@ interface Caller {
   tokenId: string;
 }
 
-function authenticate(request: Request): Caller {
-  const check = verifyBearer(request.headers.get('authorization'));
+function authenticate(request: Request, appUrl: string): Caller {
+  const check = verifyBearer(request.headers.get('authorization'), appUrl);
   if (check.ok) return { userId: check.user.id, tokenId: check.tokenId };
   const description = {
     missing: 'An access token is required: send Authorization: Bearer <token>',
     malformed: 'The access token is malformed',
     unknown: 'The access token is not valid',
     revoked: 'The access token has been revoked',
-    expired: 'The access token has expired',
+    expired: 'The access token has expired or has been revoked',
+    wrong_audience: 'The access token was issued for another resource',
+    insufficient_scope: `The access token does not carry the "${mcpScope}" scope`,
   }[check.reason];
+  // RFC 9728 section 5.1: every challenge says where to discover how to get a token (and which scope).
+  const discovery = `resource_metadata="${resourceMetadataUrl(appUrl)}", scope="${mcpScope}"`;
+  if (check.reason === 'insufficient_scope') {
+    throw new HttpError(403, -32001, `Forbidden: ${description}`, {
+      'WWW-Authenticate': `Bearer realm="mcp", error="insufficient_scope", error_description="${description}", ${discovery}`,
+    });
+  }
   const challenge =
     check.reason === 'missing'
-      ? 'Bearer realm="mcp"'
-      : `Bearer realm="mcp", error="invalid_token", error_description="${description}"`;
+      ? `Bearer realm="mcp", ${discovery}`
+      : `Bearer realm="mcp", error="invalid_token", error_description="${description}", ${discovery}`;
   throw new HttpError(401, -32001, `Unauthorized: ${description}`, { 'WWW-Authenticate': challenge });
 }
 

@@ -7,7 +7,7 @@ import { TokensPage } from '../pages/tokens';
 test('the Connect page gives copy-ready setups filled with this server’s URL', async ({ page, server }) => {
   await new AuthPage(page).signUp(uniqueEmail('connect'), password);
   await page.waitForURL(/\/tasks$/);
-  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Connect' }).click();
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Connect', exact: true }).click();
   await expect(page.getByRole('heading', { name: 'Connect a client' })).toBeVisible();
   const mcpUrl = `${server.url}/mcp`;
   await expect(page.getByText(`claude mcp add --transport http tasks ${mcpUrl} --header "Authorization: Bearer YOUR_TOKEN"`)).toBeVisible();

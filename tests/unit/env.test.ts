@@ -79,4 +79,16 @@ describe('configuration', () => {
     expect(parseEnv({ TRUST_PROXY: 'true', SIGNIN_MAX_PER_ACCOUNT: '3' })).toMatchObject({ trustProxy: true, SIGNIN_MAX_PER_ACCOUNT: 3 });
     expect(() => parseEnv({ SIGNIN_MAX_PER_IP: '0' })).toThrow(/SIGNIN_MAX_PER_IP/);
   });
+
+  it('reads the authorization server settings', () => {
+    expect(parseEnv({})).toMatchObject({
+      OAUTH_ACCESS_TOKEN_TTL_SECONDS: 3600,
+      OAUTH_REFRESH_TOKEN_TTL_SECONDS: 30 * 24 * 60 * 60,
+      OAUTH_REGISTRATIONS_PER_HOUR: 20,
+      oauthMetadataPrivateHosts: [],
+    });
+    expect(parseEnv({ OAUTH_CLIENT_METADATA_PRIVATE_HOSTS: ' Intranet.Example , localhost' }).oauthMetadataPrivateHosts).toEqual(['intranet.example', 'localhost']);
+    expect(() => parseEnv({ OAUTH_ACCESS_TOKEN_TTL_SECONDS: '10' })).toThrow(/OAUTH_ACCESS_TOKEN_TTL_SECONDS/);
+    expect(() => parseEnv({ OAUTH_REGISTRATIONS_PER_HOUR: '0' })).toThrow(/OAUTH_REGISTRATIONS_PER_HOUR/);
+  });
 });

@@ -44,7 +44,13 @@ for await (const message of stream) console.log(message.type, message);`;
       <div>
         <h1 className="text-2xl font-semibold tracking-tight">Connect a client</h1>
         <p className="mt-1 text-sm text-zinc-600 dark:text-zinc-400">
-          Use any MCP client that speaks Streamable HTTP. Replace <code className="font-mono">{tokenPlaceholder}</code> with a token from the{' '}
+          Most clients need only the URL below: they find out how to sign in by themselves, send you here to sign in and allow them, and
+          then appear under{' '}
+          <Link href="/apps" className="text-blue-700 underline dark:text-blue-400">
+            Connected apps
+          </Link>
+          . Clients that take a header instead use a personal access token: replace <code className="font-mono">{tokenPlaceholder}</code> with a
+          token from the{' '}
           <Link href="/tokens" className="text-blue-700 underline dark:text-blue-400">
             Tokens
           </Link>{' '}
@@ -54,7 +60,29 @@ for await (const message of stream) console.log(message.type, message);`;
       <Card title="MCP endpoint">
         <CodeBlock label="MCP URL" code={mcpUrl} />
       </Card>
-      <Card title="Claude Code">
+      <Card title="Sign in from the client (one URL)">
+        <ol className="list-decimal space-y-2 pl-5 text-sm">
+          <li>
+            <strong>Claude</strong> (web, desktop, mobile): Settings → Connectors → Add custom connector, paste the URL above.
+          </li>
+          <li>
+            <strong>ChatGPT</strong>: Settings → Connectors → Create, paste the URL above and choose OAuth.
+          </li>
+          <li>
+            <strong>VS Code</strong>: Command Palette → <em>MCP: Add Server…</em> → HTTP, paste the URL above.
+          </li>
+          <li>
+            <strong>Claude Code</strong>: <code className="font-mono">claude mcp add --transport http tasks {mcpUrl}</code>, then{' '}
+            <code className="font-mono">/mcp</code> → Authenticate.
+          </li>
+        </ol>
+        <p className="mt-3 text-sm text-zinc-600 dark:text-zinc-400">
+          Your browser opens this server: sign in if asked, check the application&apos;s name and where it sends you back, and press{' '}
+          <strong>Allow</strong>. Its tasks run as you and show on your Tasks page. A connector that asks for a client id and secret gets them
+          from the operator (<code className="font-mono">npm run oauth:client</code>).
+        </p>
+      </Card>
+      <Card title="Claude Code with a token">
         <CodeBlock label="Claude Code command" code={`claude mcp add --transport http tasks ${mcpUrl} --header "Authorization: Bearer ${tokenPlaceholder}"`} />
       </Card>
       <Card title="MCP Inspector">

@@ -1,0 +1,145 @@
+import { and, desc, eq, gt, isNull, lte, or } from 'drizzle-orm';
+import { getDb } from '../client';
+import { oauthConsents, oauthRecords, type ClientRegistration } from '../schema';
+
+export type OAuthRecord = typeof oauthRecords.$inferSelect;
+export type OAuthConsent = typeof oauthConsents.$inferSelect;
+
+const live = (now: number) => or(isNull(oauthRecords.expiresAt), gt(oauthRecords.expiresAt, now));
+
+export function upsertOAuthRecord(input: {
+  model: string;
+  idHash: string;
+  payload: Record<string, unknown>;
+  grantId: string | null;
+  uid: string | null;
+  expiresAt: number | null;
+  registeredVia?: string | null;
+}): void {
+  const { registeredVia, ...values } = input;
+  getDb()
+    .insert(oauthRecords)
+    .values({ ...values, registeredVia: registeredVia ?? null })
+    .onConflictDoUpdate({
+      target: [oauthRecords.model, oauthRecords.idHash],
+      set: { payload: values.payload, grantId: values.grantId, uid: values.uid, expiresAt: values.expiresAt },
+    })
+    .run();
+}
+
+/** A record that has not expired. */
+export function findOAuthRecord(model: string, idHash: string, now = Date.now()): OAuthRecord | undefined {
+  return getDb()
+    .select()
+    .from(oauthRecords)
+    .where(and(eq(oauthRecords.model, model), eq(oauthRecords.idHash, idHash), live(now)))
+    .get();
+}
+
+export function findOAuthRecordByUid(model: string, uid: string, now = Date.now()): OAuthRecord | undefined {
+  return getDb()
+    .select()
+    .from(oauthRecords)
+    .where(and(eq(oauthRecords.model, model), eq(oauthRecords.uid, uid), live(now)))
+    .get();
+}
+
+export function consumeOAuthRecord(model: string, idHash: string, at: number): void {
+  getDb()
+    .update(oauthRecords)
+    .set({ consumedAt: at })
+    .where(and(eq(oauthRecords.model, model), eq(oauthRecords.idHash, idHash)))
+    .run();
+}
+
+export function deleteOAuthRecord(model: string, idHash: string): void {
+  getDb()
+    .delete(oauthRecords)
+    .where(and(eq(oauthRecords.model, model), eq(oauthRecords.idHash, idHash)))
+    .run();
+}
+
+export function deleteOAuthRecordsOfModelAndGrant(model: string, grantId: string): void {
+  getDb()
+    .delete(oauthRecords)
+    .where(and(eq(oauthRecords.model, model), eq(oauthRecords.grantId, grantId)))
+    .run();
+}
+
+/** Deletes a grant's codes and tokens (every model that carries its id) and the grant itself. */
+export function deleteOAuthRecordsOfGrant(grantId: string, grantIdHash: string): void {
+  const db = getDb();
+  db.transaction((tx) => {
+    tx.delete(oauthRecords).where(eq(oauthRecords.grantId, grantId)).run();
+    tx.delete(oauthRecords)
+      .where(and(eq(oauthRecords.model, 'Grant'), eq(oauthRecords.idHash, grantIdHash)))
+      .run();
+  });
+}
+
+export function deleteExpiredOAuthRecords(now: number): number {
+  return getDb().delete(oauthRecords).where(lte(oauthRecords.expiresAt, now)).run().changes;
+}
+
+export function upsertConsent(input: {
+  userId: string;
+  clientId: string;
+  clientName: string | null;
+  registration: ClientRegistration;
+  redirectHost: string | null;
+  grantId: string;
+  scope: string;
+  allowedAt: number;
+}): void {
+  getDb()
+    .insert(oauthConsents)
+    .values({ id: crypto.randomUUID(), ...input })
+    .onConflictDoUpdate({
+      target: [oauthConsents.userId, oauthConsents.clientId],
+      set: {
+        clientName: input.clientName,
+        redirectHost: input.redirectHost,
+        grantId: input.grantId,
+        scope: input.scope,
+        allowedAt: input.allowedAt,
+      },
+    })
+    .run();
+}
+
+export function getConsent(userId: string, clientId: string): OAuthConsent | undefined {
+  return getDb()
+    .select()
+    .from(oauthConsents)
+    .where(and(eq(oauthConsents.userId, userId), eq(oauthConsents.clientId, clientId)))
+    .get();
+}
+
+export function getConsentById(id: string, userId: string): OAuthConsent | undefined {
+  return getDb()
+    .select()
+    .from(oauthConsents)
+    .where(and(eq(oauthConsents.id, id), eq(oauthConsents.userId, userId)))
+    .get();
+}
+
+export function listConsentsByUserId(userId: string): OAuthConsent[] {
+  return getDb()
+    .select()
+    .from(oauthConsents)
+    .where(eq(oauthConsents.userId, userId))
+    .orderBy(desc(oauthConsents.allowedAt))
+    .all();
+}
+
+export function markConsentUsed(grantId: string, at: number): void {
+  getDb().update(oauthConsents).set({ lastUsedAt: at }).where(eq(oauthConsents.grantId, grantId)).run();
+}
+
+export function deleteConsent(id: string): void {
+  getDb().delete(oauthConsents).where(eq(oauthConsents.id, id)).run();
+}
+
+export function deleteConsentsOfGrant(grantId: string): void {
+  getDb().delete(oauthConsents).where(eq(oauthConsents.grantId, grantId)).run();
+}

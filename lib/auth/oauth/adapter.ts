@@ -1,0 +1,85 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Adapter, AdapterPayload } from 'oidc-provider';
+import {
+  consumeOAuthRecord,
+  deleteOAuthRecord,
+  deleteOAuthRecordsOfModelAndGrant,
+  findOAuthRecord,
+  findOAuthRecordByUid,
+  upsertOAuthRecord,
+} from '@/db/queries/oauth';
+
+/** Rows are found by a hash of the provider's id: for codes and tokens that id is the secret itself. */
+export function hashOAuthId(id: string): string {
+  return createHash('sha256').update(id).digest('hex');
+}
+
+const clientSecretHashPrefix = 'sha256:';
+
+/** What is stored of a client secret: it is compared (see clientSecretMatches), never read back. */
+export function hashClientSecret(secret: string): string {
+  return secret.startsWith(clientSecretHashPrefix) ? secret : clientSecretHashPrefix + hashOAuthId(secret);
+}
+
+export function clientSecretMatches(storedHash: string | undefined, presented: string): boolean {
+  if (!storedHash) return false;
+  const expected = Buffer.from(storedHash);
+  const actual = Buffer.from(clientSecretHashPrefix + hashOAuthId(presented));
+  return expected.length === actual.length && timingSafeEqual(expected, actual);
+}
+
+/**
+ * oidc-provider's storage interface over SQLite. The id (`jti`) is never stored: `find` is always
+ * called with it, so it is put back on the way out. A client's secret is kept as a hash.
+ */
+export class SqliteAdapter implements Adapter {
+  constructor(private readonly model: string) {}
+
+  async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
+    const { jti: _secret, ...stored } = payload;
+    if (this.model === 'Client' && typeof stored.client_secret === 'string') stored.client_secret = hashClientSecret(stored.client_secret);
+    upsertOAuthRecord({
+      model: this.model,
+      idHash: hashOAuthId(id),
+      payload: stored,
+      grantId: typeof payload.grantId === 'string' ? payload.grantId : null,
+      uid: typeof payload.uid === 'string' ? payload.uid : null,
+      expiresAt: expiresIn ? Date.now() + expiresIn * 1000 : null,
+    });
+  }
+
+  async find(id: string): Promise<AdapterPayload | undefined> {
+    const record = findOAuthRecord(this.model, hashOAuthId(id));
+    return record ? this.toPayload(record, id) : undefined;
+  }
+
+  async findByUid(uid: string): Promise<AdapterPayload | undefined> {
+    const record = findOAuthRecordByUid(this.model, uid);
+    if (!record) return undefined;
+    // Sessions are the only model found by uid; their jti lives only in the browser's cookie.
+    return { ...(record.payload as AdapterPayload), ...(record.consumedAt ? { consumed: Math.floor(record.consumedAt / 1000) } : {}) };
+  }
+
+  async findByUserCode(): Promise<AdapterPayload | undefined> {
+    return undefined;
+  }
+
+  async consume(id: string): Promise<void> {
+    consumeOAuthRecord(this.model, hashOAuthId(id), Date.now());
+  }
+
+  async destroy(id: string): Promise<void> {
+    deleteOAuthRecord(this.model, hashOAuthId(id));
+  }
+
+  async revokeByGrantId(grantId: string): Promise<void> {
+    deleteOAuthRecordsOfModelAndGrant(this.model, grantId);
+  }
+
+  private toPayload(record: { payload: Record<string, unknown>; consumedAt: number | null }, id: string): AdapterPayload {
+    const payload = { ...(record.payload as AdapterPayload) };
+    if (this.model !== 'Client') payload.jti = id;
+    if (record.consumedAt) payload.consumed = Math.floor(record.consumedAt / 1000);
+    return payload;
+  }
+}

@@ -1,0 +1,44 @@
+import { randomBytes } from 'node:crypto';
+import { deleteOAuthRecord, upsertOAuthRecord } from '@/db/queries/oauth';
+import { hashClientSecret, hashOAuthId } from './adapter';
+import { getOAuthProvider } from './provider';
+
+/**
+ * A client registered by the operator, for connectors that ask for a client id and secret. The
+ * provider validates the metadata exactly as it would a dynamic registration.
+ */
+export async function preregisterClient(input: { name: string; redirectUris: string[]; confidential: boolean }): Promise<{
+  clientId: string;
+  clientSecret: string | null;
+}> {
+  const provider = await getOAuthProvider();
+  const clientId = `client_${randomBytes(16).toString('base64url')}`;
+  const clientSecret = input.confidential ? randomBytes(32).toString('base64url') : null;
+  const metadata = {
+    client_id: clientId,
+    client_name: input.name,
+    redirect_uris: input.redirectUris,
+    grant_types: ['authorization_code', 'refresh_token'],
+    response_types: ['code'],
+    client_id_issued_at: Math.floor(Date.now() / 1000),
+    ...(clientSecret
+      ? { client_secret: clientSecret, client_secret_expires_at: 0, token_endpoint_auth_method: 'client_secret_basic' }
+      : { token_endpoint_auth_method: 'none' }),
+  };
+  await (provider.Client as unknown as { validate(metadata: object): Promise<void> }).validate(metadata);
+  upsertOAuthRecord({
+    model: 'Client',
+    idHash: hashOAuthId(clientId),
+    payload: clientSecret ? { ...metadata, client_secret: hashClientSecret(clientSecret) } : metadata,
+    grantId: null,
+    uid: null,
+    expiresAt: null,
+    registeredVia: 'preregistered',
+  });
+  return { clientId, clientSecret };
+}
+
+/** Removes a client; its next token request gets invalid_client. */
+export function deleteClient(clientId: string): void {
+  deleteOAuthRecord('Client', hashOAuthId(clientId));
+}

@@ -1,0 +1,114 @@
+import type { Client } from 'oidc-provider';
+import {
+  deleteConsent,
+  deleteOAuthRecordsOfGrant,
+  findOAuthRecord,
+  getConsent,
+  getConsentById,
+  listConsentsByUserId,
+  upsertConsent,
+  type OAuthConsent,
+} from '@/db/queries/oauth';
+import type { ClientRegistration } from '@/db/schema';
+import { hashOAuthId } from './adapter';
+import { scopeDescriptions } from './metadata';
+import { getOAuthProvider, type OAuthProvider } from './provider';
+
+type InteractionDetails = Awaited<ReturnType<OAuthProvider['interactionDetails']>>;
+
+/** How a client came to be known: a URL client_id is a metadata document; the others were registered. */
+export function clientRegistration(clientId: string): ClientRegistration {
+  if (/^https:\/\//i.test(clientId)) return 'metadata_document';
+  return findOAuthRecord('Client', hashOAuthId(clientId))?.registeredVia === 'preregistered' ? 'preregistered' : 'dynamic';
+}
+
+function hostOf(uri: unknown): string | null {
+  try {
+    return typeof uri === 'string' ? new URL(uri).host : null;
+  } catch {
+    return null;
+  }
+}
+
+export interface ConsentRequest {
+  clientName: string;
+  registration: ClientRegistration;
+  /** The domain the client proved it controls by serving its metadata document; null when self-asserted. */
+  provenDomain: string | null;
+  redirectHost: string | null;
+  abilities: string[];
+  /** True when the person allowed this client before and it now asks for more. */
+  wantsMore: boolean;
+}
+
+/** What the consent page shows: only the person the authorization step belongs to may see it. */
+export async function describeConsentRequest(uid: string, userId: string): Promise<ConsentRequest | null> {
+  const provider = await getOAuthProvider();
+  const interaction = await provider.Interaction.find(uid);
+  if (!interaction || interaction.prompt.name !== 'consent' || interaction.session?.accountId !== userId) return null;
+  const clientId = String(interaction.params.client_id);
+  const client = await provider.Client.find(clientId).catch(() => undefined);
+  if (!client) return null;
+  const registration = clientRegistration(clientId);
+  const requested = String(interaction.params.scope ?? '').split(' ').filter((scope) => scope in scopeDescriptions);
+  return {
+    clientName: client.clientName ?? clientId,
+    registration,
+    provenDomain: registration === 'metadata_document' ? hostOf(clientId) : null,
+    redirectHost: hostOf(interaction.params.redirect_uri),
+    abilities: requested.length > 0 ? requested.map((scope) => scopeDescriptions[scope]) : ['Connect to your account (it will have to ask again to start tasks)'],
+    wantsMore: Boolean(getConsent(userId, clientId)),
+  };
+}
+
+/** Records the person's Allow: extends (or creates) their grant for this client with what it asked. */
+export async function allowConsent(
+  provider: OAuthProvider,
+  input: { userId: string; client: Client; registration: ClientRegistration; details: InteractionDetails },
+): Promise<string> {
+  const { userId, client, registration, details } = input;
+  const missing = details.prompt.details as {
+    missingOIDCScope?: string[];
+    missingOIDCClaims?: string[];
+    missingResourceScopes?: Record<string, string[]>;
+  };
+  const existing = details.grantId ? await provider.Grant.find(details.grantId) : undefined;
+  const grant = existing ?? new provider.Grant({ accountId: userId, clientId: client.clientId });
+  if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
+  if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims);
+  for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes ?? {})) {
+    grant.addResourceScope(indicator, scopes.join(' '));
+  }
+  const grantId = await grant.save();
+  const resourceScopes = Object.keys(missing.missingResourceScopes ?? {}).map((indicator) => grant.getResourceScope(indicator));
+  const scope = [...new Set([grant.getOIDCScope(), ...resourceScopes].join(' ').split(' ').filter(Boolean))].join(' ');
+  upsertConsent({
+    userId,
+    clientId: client.clientId,
+    clientName: client.clientName ?? null,
+    registration,
+    redirectHost: hostOf(details.params.redirect_uri),
+    grantId,
+    scope,
+    allowedAt: Date.now(),
+  });
+  return grantId;
+}
+
+export type ConnectedApp = OAuthConsent;
+
+export function listConnectedApps(userId: string): ConnectedApp[] {
+  return listConsentsByUserId(userId);
+}
+
+/**
+ * Disconnect: the grant, its codes, access and refresh tokens go at once (an open /mcp stream notices
+ * within seconds, as for a revoked personal token). False when it is not this person's.
+ */
+export function disconnectApp(consentId: string, userId: string): boolean {
+  const consent = getConsentById(consentId, userId);
+  if (!consent) return false;
+  deleteOAuthRecordsOfGrant(consent.grantId, hashOAuthId(consent.grantId));
+  deleteConsent(consent.id);
+  return true;
+}

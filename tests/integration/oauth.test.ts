@@ -1,0 +1,574 @@
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HttpsDocumentServer } from '../helpers/https';
+import { RawMcp } from '../helpers/mcp';
+import { BrowserSession, pkcePair, registerClient, tokenRequest } from '../helpers/oauth';
+import { createToken, startServer, type TestServer } from '../helpers/server';
+
+const root = path.resolve(__dirname, '..', '..');
+const tsxCli = path.join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs');
+const password = 'correct horse battery staple';
+const redirectUri = 'http://127.0.0.1:53682/callback';
+const registrationsPerHour = 40;
+
+let server: TestServer;
+let documents: HttpsDocumentServer;
+let resource: string;
+
+function runScript(script: string, args: string[], extraEnv: Record<string, string> = {}) {
+  return spawnSync(process.execPath, [tsxCli, script, ...args], {
+    cwd: root,
+    env: { ...process.env, ...server.env, ...extraEnv },
+    encoding: 'utf8',
+  });
+}
+
+/** A person with a password (the user is created by the token CLI, as an operator would). */
+function createPerson(email: string): void {
+  createToken(server, email, 'setup');
+  const result = runScript('scripts/user-password.ts', ['--email', email], { PASSWORD: password });
+  if (result.status !== 0) throw new Error(result.stderr);
+}
+
+async function signedIn(email: string): Promise<BrowserSession> {
+  const browser = new BrowserSession(server.url);
+  await browser.signIn(email, password);
+  return browser;
+}
+
+async function publicClient(extra: Record<string, unknown> = {}): Promise<string> {
+  const response = await registerClient(server.url, {
+    client_name: 'Raw test client',
+    redirect_uris: [redirectUri],
+    grant_types: ['authorization_code', 'refresh_token'],
+    response_types: ['code'],
+    token_endpoint_auth_method: 'none',
+    ...extra,
+  });
+  expect(response.status).toBe(201);
+  return ((await response.json()) as { client_id: string }).client_id;
+}
+
+function authorizationUrl(clientId: string, challenge: string, overrides: Record<string, string | null> = {}): string {
+  const params: Record<string, string | null> = {
+    response_type: 'code',
+    client_id: clientId,
+    redirect_uri: redirectUri,
+    scope: 'mcp',
+    state: 'state-123',
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+    resource,
+    ...overrides,
+  };
+  const url = new URL('/oauth/authorize', server.url);
+  for (const [name, value] of Object.entries(params)) if (value !== null) url.searchParams.set(name, value);
+  return url.toString();
+}
+
+/** Runs the authorization step in a signed-in browser session and returns the code and the pkce verifier. */
+async function authorize(browser: BrowserSession, clientId: string, overrides: Record<string, string | null> = {}) {
+  const pkce = pkcePair();
+  const landed = await browser.authorize(authorizationUrl(clientId, pkce.challenge, overrides));
+  expect(landed.origin + landed.pathname).toBe(redirectUri);
+  const code = landed.searchParams.get('code');
+  expect(code, `no code in ${landed}`).toBeTruthy();
+  return { code: code!, verifier: pkce.verifier, landed };
+}
+
+async function exchange(clientId: string, code: string, verifier: string, overrides: Record<string, string> = {}) {
+  return tokenRequest(server.url, {
+    grant_type: 'authorization_code',
+    client_id: clientId,
+    code,
+    code_verifier: verifier,
+    redirect_uri: redirectUri,
+    resource,
+    ...overrides,
+  });
+}
+
+async function tokensFor(browser: BrowserSession, clientId: string) {
+  const { code, verifier } = await authorize(browser, clientId);
+  const { status, body } = await exchange(clientId, code, verifier);
+  expect(status, JSON.stringify(body)).toBe(200);
+  return body as { access_token: string; refresh_token: string; scope: string; expires_in: number };
+}
+
+async function mcpStatus(token: string): Promise<{ status: number; challenge: string | null }> {
+  const response = await fetch(server.mcpUrl, {
+    method: 'POST',
+    headers: { ...(token ? { Authorization: `Bearer ${token}` } : {}), 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }),
+  });
+  await response.body?.cancel();
+  return { status: response.status, challenge: response.headers.get('www-authenticate') };
+}
+
+beforeAll(async () => {
+  documents = await HttpsDocumentServer.start();
+  server = await startServer({
+    OAUTH_REGISTRATIONS_PER_HOUR: String(registrationsPerHour),
+    OAUTH_CLIENT_METADATA_PRIVATE_HOSTS: 'localhost',
+    NODE_EXTRA_CA_CERTS: documents.certificateFile,
+  });
+  resource = `${server.url}/mcp`;
+  createPerson('ada@example.com');
+  createPerson('bob@example.com');
+});
+
+afterAll(async () => {
+  await server?.stop();
+  await documents?.stop();
+});
+
+describe('discovery', () => {
+  it('publishes protected resource metadata at the path-aware and the root address', async () => {
+    for (const suffix of ['/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-protected-resource']) {
+      const response = await fetch(`${server.url}${suffix}`);
+      expect(response.status).toBe(200);
+      expect(await response.json()).toMatchObject({
+        resource,
+        authorization_servers: [server.url],
+        scopes_supported: ['mcp'],
+        bearer_methods_supported: ['header'],
+      });
+    }
+  });
+
+  it('publishes authorization server metadata (RFC 8414) at both addresses', async () => {
+    for (const suffix of ['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration']) {
+      const metadata = (await (await fetch(`${server.url}${suffix}`)).json()) as Record<string, any>;
+      expect(metadata.issuer).toBe(server.url);
+      expect(metadata.code_challenge_methods_supported).toEqual(['S256']);
+      expect(metadata.client_id_metadata_document_supported).toBe(true);
+      expect(metadata.registration_endpoint).toBe(`${server.url}/oauth/register`);
+      expect(metadata.revocation_endpoint).toBe(`${server.url}/oauth/revoke`);
+      expect(metadata.token_endpoint_auth_methods_supported).toContain('none');
+      expect(metadata.grant_types_supported).toEqual(expect.arrayContaining(['authorization_code', 'refresh_token']));
+      expect(metadata.grant_types_supported).not.toContain('implicit');
+      expect(metadata.response_types_supported).toEqual(['code']);
+      expect(metadata.authorization_response_iss_parameter_supported).toBe(true);
+    }
+  });
+
+  it('keeps its signing keys beside the database, readable by the server only, and publishes them', async () => {
+    const published = (await (await fetch(`${server.url}/oauth/jwks`)).json()) as { keys: Array<{ kid: string; d?: string }> };
+    const keysFile = path.join(server.dataDir, 'oauth-keys.json');
+    expect(fs.statSync(keysFile).mode & 0o777).toBe(0o600);
+    const stored = JSON.parse(fs.readFileSync(keysFile, 'utf8')) as { keys: Array<{ kid: string; d?: string }> };
+    expect(published.keys.map((key) => key.kid)).toEqual(stored.keys.map((key) => key.kid));
+    expect(published.keys.every((key) => key.d === undefined)).toBe(true);
+
+    expect(runScript('scripts/oauth-rotate-key.ts', []).status).toBe(0);
+    const rotated = JSON.parse(fs.readFileSync(keysFile, 'utf8')) as { keys: Array<{ kid: string }> };
+    expect(rotated.keys).toHaveLength(stored.keys.length + 1);
+    expect(rotated.keys[1].kid).toBe(stored.keys[0].kid);
+    expect(fs.statSync(keysFile).mode & 0o777).toBe(0o600);
+  });
+
+  it('answers /mcp without a token with 401 and where to discover the authorization server', async () => {
+    const { status, challenge } = await mcpStatus('');
+    expect(status).toBe(401);
+    expect(challenge).toContain(`resource_metadata="${server.url}/.well-known/oauth-protected-resource/mcp"`);
+    expect(challenge).toContain('scope="mcp"');
+    expect(challenge).not.toContain('error=');
+  });
+
+  it('says invalid_token, with the metadata address, for a token it does not know', async () => {
+    const { status, challenge } = await mcpStatus('A'.repeat(43));
+    expect(status).toBe(401);
+    expect(challenge).toContain('error="invalid_token"');
+    expect(challenge).toContain('resource_metadata="');
+  });
+
+  it('keeps personal access tokens working', async () => {
+    const mcp = new RawMcp(server.mcpUrl, createToken(server, 'ada@example.com', 'pat'));
+    await mcp.initialize();
+    expect((await mcp.request('ping')).status).toBe(200);
+  });
+});
+
+describe('authorization code with PKCE', () => {
+  it('issues a code with state and iss, then tokens bound to /mcp that run tasks as the person', async () => {
+    const clientId = await publicClient();
+    const ada = await signedIn('ada@example.com');
+    const { code, verifier, landed } = await authorize(ada, clientId);
+    expect(landed.searchParams.get('state')).toBe('state-123');
+    expect(landed.searchParams.get('iss')).toBe(server.url);
+    const { status, body } = await exchange(clientId, code, verifier);
+    expect(status).toBe(200);
+    expect(body.token_type).toBe('Bearer');
+    expect(body.scope).toBe('mcp');
+    expect(body.expires_in).toBe(3600);
+    expect(body.refresh_token).toBeTruthy();
+
+    const mcp = new RawMcp(server.mcpUrl, body.access_token);
+    await mcp.initialize();
+    const created = await mcp.startDelayTask(0);
+    const taskId = created.taskId;
+    const row = server.db().prepare('SELECT user_id FROM tasks WHERE id = ?').get(taskId) as { user_id: string };
+    const consent = server.db().prepare('SELECT registration, redirect_host, scope, last_used_at FROM oauth_consents WHERE client_id = ?').get(clientId) as Record<string, unknown>;
+    expect(consent).toMatchObject({ registration: 'dynamic', redirect_host: '127.0.0.1:53682', scope: 'mcp' });
+    expect(consent.last_used_at).toEqual(expect.any(Number));
+    const adaUser = server.db().prepare("SELECT id FROM users WHERE email = 'ada@example.com'").get() as { id: string };
+    expect(row.user_id).toBe(adaUser.id);
+
+    // Nothing the server issued is stored in clear.
+    const stored = JSON.stringify(server.db().prepare('SELECT * FROM oauth_records').all());
+    for (const secret of [code, body.access_token, body.refresh_token]) expect(stored).not.toContain(secret);
+  });
+
+  it('remembers consent: the same person and client are not asked again', async () => {
+    const clientId = await publicClient();
+    const ada = await signedIn('ada@example.com');
+    await tokensFor(ada, clientId);
+    const pkce = pkcePair();
+    const landed = (await ada.follow(authorizationUrl(clientId, pkce.challenge))).url;
+    expect(landed.origin + landed.pathname).toBe(redirectUri);
+    expect(landed.searchParams.get('code')).toBeTruthy();
+  });
+
+  it('sends a person who is not signed in to the sign-in page, and back to the same step', async () => {
+    const clientId = await publicClient();
+    const browser = new BrowserSession(server.url);
+    const first = await browser.follow(authorizationUrl(clientId, pkcePair().challenge));
+    expect(first.url.pathname).toBe('/signin');
+    const callback = first.url.searchParams.get('callbackUrl')!;
+    expect(callback).toMatch(/^\/oauth\/interaction\/[A-Za-z0-9_-]+$/);
+    await browser.signIn('ada@example.com', password);
+    const next = await browser.follow(callback);
+    expect(next.url.pathname).toMatch(/^\/consent\//);
+    expect(await next.response.text()).toContain('Raw test client');
+  });
+
+  it('returns access_denied to the client when the person presses Deny, and issues nothing', async () => {
+    const clientId = await publicClient();
+    const ada = await signedIn('ada@example.com');
+    const landed = await ada.authorize(authorizationUrl(clientId, pkcePair().challenge), 'deny');
+    expect(landed.origin + landed.pathname).toBe(redirectUri);
+    expect(landed.searchParams.get('error')).toBe('access_denied');
+    expect(landed.searchParams.get('code')).toBeNull();
+    expect(server.db().prepare("SELECT count(*) AS n FROM oauth_consents WHERE client_id = ?").get(clientId)).toEqual({ n: 0 });
+  });
+
+  it('refuses plain and missing PKCE challenges', async () => {
+    const clientId = await publicClient();
+    const ada = await signedIn('ada@example.com');
+    for (const overrides of [{ code_challenge_method: 'plain' }, { code_challenge: null, code_challenge_method: null }] as Array<Record<string, string | null>>) {
+      const landed = await ada.authorize(authorizationUrl(clientId, pkcePair().challenge, overrides));
+      expect(landed.searchParams.get('error')).toBe('invalid_request');
+      expect(landed.searchParams.get('code')).toBeNull();
+    }
+  });
+
+  it('shows an error page, never redirecting, for a redirect_uri the client did not register', async () => {
+    const clientId = await publicClient();
+    const ada = await signedIn('ada@example.com');
+    const { response, url } = await ada.follow(authorizationUrl(clientId, pkcePair().challenge, { redirect_uri: 'https://evil.example/callback' }));
+    expect(url.origin).toBe(server.url);
+    expect(response.status).toBe(400);
+    expect(await response.text()).toContain('redirect_uri');
+  });
+
+  it.each([['native'], ['web']])('accepts any port for a loopback redirect URI of a %s client (RFC 8252), nothing else', async (applicationType) => {
+    const clientId = await publicClient({ application_type: applicationType });
+    const ada = await signedIn('ada@example.com');
+    const pkce = pkcePair();
+    const otherPort = 'http://127.0.0.1:61111/callback';
+    const landed = await ada.authorize(authorizationUrl(clientId, pkce.challenge, { redirect_uri: otherPort }));
+    expect(landed.origin + landed.pathname).toBe(otherPort);
+    const code = landed.searchParams.get('code')!;
+    expect((await exchange(clientId, code, pkce.verifier, { redirect_uri: otherPort })).status).toBe(200);
+    for (const other of ['http://127.0.0.1:61111/elsewhere', 'http://localhost:61111/callback', 'http://127.0.0.2:53682/callback']) {
+      const refused = await ada.follow(authorizationUrl(clientId, pkce.challenge, { redirect_uri: other }));
+      expect(refused.url.origin).toBe(server.url);
+      expect(refused.response.status).toBe(400);
+    }
+  });
+
+  it('asks again when a client it remembers wants more', async () => {
+    const clientId = await publicClient();
+    const ada = await signedIn('ada@example.com');
+    await tokensFor(ada, clientId);
+    const more = await ada.follow(authorizationUrl(clientId, pkcePair().challenge, { scope: 'mcp email' }));
+    expect(more.url.pathname).toMatch(/^\/consent\//);
+    expect(await more.response.text()).toContain('it now asks for more');
+  });
+
+  it('refuses a resource other than this server (RFC 8707)', async () => {
+    const clientId = await publicClient();
+    const ada = await signedIn('ada@example.com');
+    const landed = await ada.authorize(authorizationUrl(clientId, pkcePair().challenge, { resource: 'https://other.example/mcp' }));
+    expect(landed.searchParams.get('error')).toBe('invalid_target');
+  });
+
+  it('issues a token without the mcp scope when it is not asked, which /mcp answers with 403 insufficient_scope', async () => {
+    const clientId = await publicClient();
+    const ada = await signedIn('ada@example.com');
+    const { code, verifier } = await authorize(ada, clientId, { scope: 'openid' });
+    const { body } = await exchange(clientId, code, verifier);
+    const { status, challenge } = await mcpStatus(body.access_token);
+    expect(status).toBe(403);
+    expect(challenge).toContain('error="insufficient_scope"');
+    expect(challenge).toContain('scope="mcp"');
+  });
+});
+
+describe('token endpoint errors', () => {
+  it('refuses a wrong verifier, a wrong redirect_uri and a wrong resource, and a code works only once', async () => {
+    const clientId = await publicClient();
+    const ada = await signedIn('ada@example.com');
+
+    const wrongVerifier = await authorize(ada, clientId);
+    expect((await exchange(clientId, wrongVerifier.code, pkcePair().verifier)).body.error).toBe('invalid_grant');
+
+    const wrongRedirect = await authorize(ada, clientId);
+    const redirectResult = await exchange(clientId, wrongRedirect.code, wrongRedirect.verifier, { redirect_uri: 'http://127.0.0.1:53682/other' });
+    expect(redirectResult.body.error).toBe('invalid_grant');
+
+    const wrongResource = await authorize(ada, clientId);
+    const resourceResult = await exchange(clientId, wrongResource.code, wrongResource.verifier, { resource: 'https://other.example/mcp' });
+    expect(resourceResult.body.error).toBe('invalid_target');
+
+    const { code, verifier } = await authorize(ada, clientId);
+    const first = await exchange(clientId, code, verifier);
+    expect(first.status).toBe(200);
+    expect((await mcpStatus(first.body.access_token)).status).toBe(200);
+    const again = await exchange(clientId, code, verifier);
+    expect(again.status).toBe(400);
+    expect(again.body.error).toBe('invalid_grant');
+    // A reused code revokes what it issued.
+    expect((await mcpStatus(first.body.access_token)).status).toBe(401);
+    expect((await tokenRequest(server.url, { grant_type: 'refresh_token', client_id: clientId, refresh_token: first.body.refresh_token })).body.error).toBe('invalid_grant');
+  });
+
+  it('refuses an expired code', async () => {
+    const clientId = await publicClient();
+    const ada = await signedIn('ada@example.com');
+    const { code, verifier } = await authorize(ada, clientId);
+    server.db().prepare("UPDATE oauth_records SET expires_at = ? WHERE model = 'AuthorizationCode'").run(Date.now() - 1000);
+    const result = await exchange(clientId, code, verifier);
+    expect(result.status).toBe(400);
+    expect(result.body.error).toBe('invalid_grant');
+  });
+
+  it('answers invalid_client for an unknown client and for a deleted one', async () => {
+    expect((await exchange('no-such-client', 'x', 'y')).body.error).toBe('invalid_client');
+    const clientId = await publicClient();
+    const ada = await signedIn('ada@example.com');
+    const { code, verifier } = await authorize(ada, clientId);
+    expect(runScript('scripts/oauth-client.ts', ['--delete', clientId]).status).toBe(0);
+    const result = await exchange(clientId, code, verifier);
+    expect(result.status).toBe(401);
+    expect(result.body.error).toBe('invalid_client');
+  });
+
+  it('rotates refresh tokens, and a reused one revokes the whole grant', async () => {
+    const clientId = await publicClient();
+    const ada = await signedIn('ada@example.com');
+    const first = await tokensFor(ada, clientId);
+    const refreshed = await tokenRequest(server.url, { grant_type: 'refresh_token', client_id: clientId, refresh_token: first.refresh_token, resource });
+    expect(refreshed.status).toBe(200);
+    expect(refreshed.body.refresh_token).toBeTruthy();
+    expect(refreshed.body.refresh_token).not.toBe(first.refresh_token);
+    expect((await mcpStatus(refreshed.body.access_token)).status).toBe(200);
+
+    const reused = await tokenRequest(server.url, { grant_type: 'refresh_token', client_id: clientId, refresh_token: first.refresh_token });
+    expect(reused.status).toBe(400);
+    expect(reused.body.error).toBe('invalid_grant');
+    expect((await mcpStatus(refreshed.body.access_token)).status).toBe(401);
+    const next = await tokenRequest(server.url, { grant_type: 'refresh_token', client_id: clientId, refresh_token: refreshed.body.refresh_token });
+    expect(next.body.error).toBe('invalid_grant');
+  });
+
+  it('revokes an access token (RFC 7009)', async () => {
+    const clientId = await publicClient();
+    const ada = await signedIn('ada@example.com');
+    const tokens = await tokensFor(ada, clientId);
+    const response = await fetch(`${server.url}/oauth/revoke`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ token: tokens.access_token, client_id: clientId }),
+    });
+    expect(response.status).toBe(200);
+    expect((await mcpStatus(tokens.access_token)).status).toBe(401);
+  });
+
+  it('refuses a token issued for another audience', async () => {
+    const clientId = await publicClient();
+    const ada = await signedIn('ada@example.com');
+    const tokens = await tokensFor(ada, clientId);
+    expect((await mcpStatus(tokens.access_token)).status).toBe(200);
+    server
+      .db()
+      .prepare("UPDATE oauth_records SET payload = json_set(payload, '$.aud', 'https://other.example/mcp') WHERE model = 'AccessToken'")
+      .run();
+    const { status, challenge } = await mcpStatus(tokens.access_token);
+    expect(status).toBe(401);
+    expect(challenge).toContain('another resource');
+  });
+});
+
+describe('isolation between two people', () => {
+  it("keeps one person's authorization step, tasks and connected apps away from another", async () => {
+    const clientId = await publicClient();
+    const ada = await signedIn('ada@example.com');
+    const bob = await signedIn('bob@example.com');
+    const adaTokens = await tokensFor(ada, clientId);
+    const adaMcp = new RawMcp(server.mcpUrl, adaTokens.access_token);
+    await adaMcp.initialize();
+    const adaTask = (await adaMcp.startDelayTask(0)).taskId;
+
+    const bobTokens = await tokensFor(bob, clientId);
+    const bobMcp = new RawMcp(server.mcpUrl, bobTokens.access_token);
+    await bobMcp.initialize();
+    expect((await bobMcp.error('tasks/get', { taskId: adaTask })).code).toBe(-32602);
+    const listed = await bobMcp.call('tasks/list');
+    expect(listed.tasks.map((task: { taskId: string }) => task.taskId)).not.toContain(adaTask);
+
+    // Ada's consent page, opened by Bob, is not found; his answer to her step is refused.
+    const first = await ada.follow(authorizationUrl(await publicClient(), pkcePair().challenge));
+    expect(first.url.pathname).toMatch(/^\/consent\//);
+    const uid = first.url.pathname.split('/')[2];
+    expect((await bob.request(`/consent/${uid}`)).status).toBe(404);
+    const answer = await bob.request(`/oauth/interaction/${uid}/confirm`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded', Origin: server.url },
+      body: new URLSearchParams({ decision: 'allow' }),
+    });
+    expect(answer.status).toBe(400);
+  });
+
+  it('refuses a consent answer from another site', async () => {
+    const ada = await signedIn('ada@example.com');
+    const first = await ada.follow(authorizationUrl(await publicClient(), pkcePair().challenge));
+    const uid = first.url.pathname.split('/')[2];
+    const answer = await ada.request(`/oauth/interaction/${uid}/confirm`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded', Origin: 'https://evil.example' },
+      body: new URLSearchParams({ decision: 'allow' }),
+    });
+    expect(answer.status).toBe(403);
+    expect(server.db().prepare('SELECT count(*) AS n FROM oauth_consents WHERE redirect_host IS NULL').get()).toEqual({ n: 0 });
+  });
+});
+
+describe('client metadata documents', () => {
+  const documentPath = (name: string) => `/clients/${name}.json`;
+
+  async function authorizeWithDocument(clientId: string) {
+    const ada = await signedIn('ada@example.com');
+    return ada.follow(authorizationUrl(clientId, pkcePair().challenge));
+  }
+
+  it('uses a valid document: the consent page names the proven domain', async () => {
+    const clientId = documents.url(documentPath('good'));
+    documents.serve(documentPath('good'), { client_id: clientId, client_name: 'Document client', redirect_uris: [redirectUri], token_endpoint_auth_method: 'none' });
+    const { url, response } = await authorizeWithDocument(clientId);
+    expect(url.pathname).toMatch(/^\/consent\//);
+    const html = await response.text();
+    expect(html).toContain('Document client');
+    expect(html).toContain(`Verified domain: localhost:${documents.port}`);
+  });
+
+  it.each([
+    ['whose client_id is another URL', (id: string) => ({ client_id: `${id}-other`, redirect_uris: [redirectUri] })],
+    ['without redirect_uris', (id: string) => ({ client_id: id })],
+    ['larger than 5 KiB', (id: string) => ({ client_id: id, redirect_uris: [redirectUri], client_name: 'x'.repeat(6000) })],
+  ])('refuses a document %s, on a page', async (_label, body) => {
+    const name = `bad-${Math.random().toString(36).slice(2)}`;
+    const clientId = documents.url(documentPath(name));
+    documents.serve(documentPath(name), body(clientId));
+    const { url, response } = await authorizeWithDocument(clientId);
+    expect(url.origin).toBe(server.url);
+    expect(response.status).toBe(400);
+    expect(await response.text()).toMatch(/invalid_client/);
+  });
+
+  it('refuses malformed JSON and a redirect', async () => {
+    const malformed = documents.url(documentPath('malformed'));
+    documents.serveRaw(documentPath('malformed'), 200, '{"client_id": ');
+    expect((await authorizeWithDocument(malformed)).response.status).toBe(400);
+    const moved = documents.url(documentPath('moved'));
+    documents.serveRaw(documentPath('moved'), 302, '', { Location: documents.url(documentPath('good')) });
+    expect((await authorizeWithDocument(moved)).response.status).toBe(400);
+  });
+
+  it('never fetches a document from a private address the setting does not name', async () => {
+    const clientId = `https://127.0.0.1:${documents.port}${documentPath('private')}`;
+    documents.serve(documentPath('private'), { client_id: clientId, redirect_uris: [redirectUri] });
+    const { response } = await authorizeWithDocument(clientId);
+    expect(response.status).toBe(400);
+    expect(await response.text()).toMatch(/invalid_client/);
+    expect(documents.requests(documentPath('private'))).toBe(0);
+  });
+});
+
+describe('registration', () => {
+  it('registers a confidential client with a secret that authenticates at the token endpoint', async () => {
+    const response = await registerClient(server.url, { client_name: 'Confidential', redirect_uris: [redirectUri] });
+    expect(response.status).toBe(201);
+    const client = (await response.json()) as { client_id: string; client_secret: string; token_endpoint_auth_method: string };
+    expect(client.client_secret).toBeTruthy();
+    expect(client.token_endpoint_auth_method).toBe('client_secret_basic');
+    const basic = (secret: string) => `Basic ${Buffer.from(`${client.client_id}:${secret}`).toString('base64')}`;
+    const bogusCode = { grant_type: 'authorization_code', code: 'x', redirect_uri: redirectUri };
+    expect((await tokenRequest(server.url, bogusCode, { Authorization: basic('wrong') })).body.error).toBe('invalid_client');
+    // The right secret passes client authentication (and meets the bogus code).
+    expect((await tokenRequest(server.url, bogusCode, { Authorization: basic(client.client_secret) })).body.error).toBe('invalid_grant');
+    const posted = await tokenRequest(server.url, { ...bogusCode, client_id: client.client_id, client_secret: client.client_secret });
+    expect(posted.body.error).toBe('invalid_grant');
+    const postedWrong = await tokenRequest(server.url, { ...bogusCode, client_id: client.client_id, client_secret: `${client.client_secret}x` });
+    expect(postedWrong.body.error).toBe('invalid_client');
+    const stored = JSON.stringify(server.db().prepare("SELECT payload FROM oauth_records WHERE model = 'Client'").all());
+    expect(stored).not.toContain(client.client_secret);
+  });
+
+  it('refuses malformed JSON, wrong types and bad redirect URIs', async () => {
+    const malformed = await fetch(`${server.url}/oauth/register`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"redirect_uris": [' });
+    expect(malformed.status).toBe(400);
+    expect(((await malformed.json()) as { error: string }).error).toBe('invalid_request');
+    const wrongType = await registerClient(server.url, { redirect_uris: 'http://127.0.0.1/cb' });
+    expect(wrongType.status).toBe(400);
+    expect(((await wrongType.json()) as { error: string }).error).toMatch(/invalid_(client_metadata|redirect_uri)/);
+    const fragment = await registerClient(server.url, { redirect_uris: ['https://app.example/cb#x'] });
+    expect(((await fragment.json()) as { error: string }).error).toBe('invalid_redirect_uri');
+  });
+
+  it('refuses an oversized registration with 413', async () => {
+    const response = await registerClient(server.url, { redirect_uris: [redirectUri], client_name: 'x'.repeat(10_000) });
+    expect(response.status).toBe(413);
+    expect(((await response.json()) as { error: string }).error).toBe('invalid_client_metadata');
+  });
+
+  it('prints a pre-registered client once and lets it sign in with its secret', async () => {
+    const result = runScript('scripts/oauth-client.ts', ['--name', 'Operator connector', '--redirect-uri', redirectUri]);
+    expect(result.status, result.stderr).toBe(0);
+    const clientId = /client_id: (\S+)/.exec(result.stdout)![1];
+    const clientSecret = /client_secret: (\S+)/.exec(result.stdout)![1];
+    const ada = await signedIn('ada@example.com');
+    const { code, verifier } = await authorize(ada, clientId);
+    const basic = `Basic ${Buffer.from(`${clientId}:${clientSecret}`).toString('base64')}`;
+    const tokens = await tokenRequest(server.url, { grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: redirectUri, resource }, { Authorization: basic });
+    expect(tokens.status).toBe(200);
+    expect(server.db().prepare('SELECT registration FROM oauth_consents WHERE client_id = ?').get(clientId)).toEqual({ registration: 'preregistered' });
+    expect(JSON.stringify(server.db().prepare("SELECT payload FROM oauth_records WHERE model = 'Client'").all())).not.toContain(clientSecret);
+    const bad = runScript('scripts/oauth-client.ts', ['--name', 'No URI']);
+    expect(bad.status).toBe(2);
+  });
+
+  // Last: it uses up this address's registrations for the hour.
+  it('limits registrations per address per hour with 429 and Retry-After', async () => {
+    let response: Response | undefined;
+    for (let attempt = 0; attempt <= registrationsPerHour; attempt += 1) {
+      response = await registerClient(server.url, { redirect_uris: [redirectUri], token_endpoint_auth_method: 'none' });
+      if (response.status === 429) break;
+      expect(response.status).toBe(201);
+    }
+    expect(response!.status).toBe(429);
+    expect(Number(response!.headers.get('retry-after'))).toBeGreaterThan(0);
+  });
+});

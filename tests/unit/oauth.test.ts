@@ -1,0 +1,55 @@
+import type { IncomingMessage } from 'node:http';
+import { describe, expect, it } from 'vitest';
+import { loopbackRedirectAllowed } from '@/lib/auth/oauth/loopback';
+import { maxRegistrationBytes, RegistrationLimiter } from '@/lib/auth/oauth/registration-limits';
+
+describe('loopback redirect URIs (RFC 8252)', () => {
+  const registered = ['http://127.0.0.1:8080/callback', 'http://localhost/cb?x=1', 'https://app.example/callback'];
+
+  it('match a registered loopback URI on any port', () => {
+    expect(loopbackRedirectAllowed('http://127.0.0.1:59999/callback', registered)).toBe(true);
+    expect(loopbackRedirectAllowed('http://127.0.0.1/callback', registered)).toBe(true);
+    expect(loopbackRedirectAllowed('http://localhost:1234/cb?x=1', registered)).toBe(true);
+  });
+
+  it('never match another host, path, query, scheme, credentials or a non-loopback URI', () => {
+    for (const uri of [
+      'http://localhost:59999/callback',
+      'http://127.0.0.1:59999/other',
+      'http://localhost:1234/cb?x=2',
+      'https://127.0.0.1:59999/callback',
+      'http://user@127.0.0.1:59999/callback',
+      'http://127.0.0.1.evil.example:59999/callback',
+      'https://app.example:444/callback',
+      'not a url',
+    ]) {
+      expect(loopbackRedirectAllowed(uri, registered), uri).toBe(false);
+    }
+  });
+});
+
+describe('registration limits', () => {
+  const request = (headers: Record<string, string>, address = '192.0.2.1') =>
+    ({ headers, socket: { remoteAddress: address } }) as unknown as IncomingMessage;
+
+  it('wants a Content-Length no larger than the cap', () => {
+    const limiter = new RegistrationLimiter(10);
+    expect(limiter.check(request({}))?.status).toBe(411);
+    expect(limiter.check(request({ 'content-length': String(maxRegistrationBytes + 1) }))?.status).toBe(413);
+    expect(limiter.check(request({ 'content-length': '1e3' }))?.status).toBe(413);
+    expect(limiter.check(request({ 'content-length': String(maxRegistrationBytes) }))).toBeNull();
+  });
+
+  it('counts registrations per address per hour and says when to come back', () => {
+    const limiter = new RegistrationLimiter(2);
+    const now = 1_000_000;
+    const sized = { 'content-length': '100' };
+    expect(limiter.check(request(sized), now)).toBeNull();
+    expect(limiter.check(request(sized), now + 1)).toBeNull();
+    const refused = limiter.check(request(sized), now + 1000);
+    expect(refused?.status).toBe(429);
+    expect(refused?.headers['Retry-After']).toBe(String(60 * 60 - 1));
+    expect(limiter.check(request(sized, '192.0.2.2'), now + 1000)).toBeNull();
+    expect(limiter.check(request(sized), now + 60 * 60 * 1000)).toBeNull();
+  });
+});

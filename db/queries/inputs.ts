@@ -1,5 +1,5 @@
-import { and, asc, count, desc, eq, isNotNull, isNull } from 'drizzle-orm';
-import { getDb } from '../client';
+import { and, asc, count, desc, eq, isNotNull, isNull, sql } from 'drizzle-orm';
+import { getDb, preparedQuery } from '../client';
 import { taskInputs, tasks, type TaskStatus } from '../schema';
 
 export type TaskInputRow = typeof taskInputs.$inferSelect;
@@ -57,13 +57,18 @@ export function answerTaskInput(
 }
 
 /** Withdraws every pending input of a task that has ended. */
-export function withdrawPendingTaskInputs(taskId: string): TaskInputRow[] {
-  return getDb()
+/** Runs as every task ends, most often with no question to withdraw: prepared once. */
+const withdrawPending = preparedQuery((db) =>
+  db
     .update(taskInputs)
     .set({ status: 'withdrawn' })
-    .where(and(eq(taskInputs.taskId, taskId), eq(taskInputs.status, 'pending')))
+    .where(and(eq(taskInputs.taskId, sql.placeholder('taskId')), eq(taskInputs.status, 'pending')))
     .returning()
-    .all();
+    .prepare(),
+);
+
+export function withdrawPendingTaskInputs(taskId: string): TaskInputRow[] {
+  return withdrawPending().all({ taskId });
 }
 
 /** Records the client's own task for an open question of this user's, once: false otherwise. */

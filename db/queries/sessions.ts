@@ -63,19 +63,31 @@ export function endMcpSession(id: string, userId: string): boolean {
  * SSE event id, unique across all of the session's streams. Returns undefined when the session has
  * ended or does not exist.
  */
+const selectLiveSessionId = preparedQuery((db) =>
+  db
+    .select({ id: mcpSessions.id })
+    .from(mcpSessions)
+    .where(and(eq(mcpSessions.id, sql.placeholder('id')), isNull(mcpSessions.endedAt)))
+    .prepare(),
+);
+
+const insertSessionMessage = preparedQuery((db) =>
+  db
+    .insert(sessionMessages)
+    .values({
+      sessionId: sql.placeholder('sessionId'),
+      stream: sql.placeholder('stream'),
+      message: sql.placeholder('message'),
+      createdAt: sql.placeholder('createdAt'),
+    })
+    .returning({ id: sessionMessages.id })
+    .prepare(),
+);
+
 export function appendSessionMessage(sessionId: string, message: Record<string, unknown>, stream: string | null = null): number | undefined {
-  return getDb().transaction((tx) => {
-    const live = tx
-      .select({ id: mcpSessions.id })
-      .from(mcpSessions)
-      .where(and(eq(mcpSessions.id, sessionId), isNull(mcpSessions.endedAt)))
-      .get();
-    if (!live) return undefined;
-    return tx
-      .insert(sessionMessages)
-      .values({ sessionId, stream, message, createdAt: Date.now() })
-      .returning({ id: sessionMessages.id })
-      .all()[0].id;
+  return getDb().transaction(() => {
+    if (!selectLiveSessionId().get({ id: sessionId })) return undefined;
+    return insertSessionMessage().all({ sessionId, stream, message, createdAt: Date.now() })[0].id;
   });
 }
 

@@ -7,6 +7,22 @@ export type NewTaskRow = Omit<TaskRow, 'lastUpdatedAt' | 'progress' | 'progressT
 export type TaskEventRow = typeof taskEvents.$inferSelect;
 
 /** Inserts a task and its first event in one transaction: once this returns, the task is durable. */
+/** A task's events are written with every creation and transition: one prepared statement. */
+const insertTaskEvent = preparedQuery((db) =>
+  db
+    .insert(taskEvents)
+    .values({
+      taskId: sql.placeholder('taskId'),
+      at: sql.placeholder('at'),
+      fromStatus: sql.placeholder('fromStatus'),
+      toStatus: sql.placeholder('toStatus'),
+      statusMessage: sql.placeholder('statusMessage'),
+      actor: sql.placeholder('actor'),
+    })
+    .prepare(),
+);
+const selectStatusById = preparedQuery((db) => db.select({ status: tasks.status }).from(tasks).where(eq(tasks.id, sql.placeholder('id'))).prepare());
+
 export function insertTask(row: NewTaskRow, actor: string): TaskRow {
   return getDb().transaction((tx) => {
     const task = tx
@@ -14,9 +30,7 @@ export function insertTask(row: NewTaskRow, actor: string): TaskRow {
       .values({ ...row, lastUpdatedAt: row.createdAt })
       .returning()
       .all()[0];
-    tx.insert(taskEvents)
-      .values({ taskId: task.id, at: task.createdAt, toStatus: task.status, statusMessage: task.statusMessage, actor })
-      .run();
+    insertTaskEvent().run({ taskId: task.id, at: task.createdAt, fromStatus: null, toStatus: task.status, statusMessage: task.statusMessage, actor });
     return task;
   });
 }
@@ -101,7 +115,7 @@ export function transitionTask(
 ): TaskRow | undefined {
   const now = Date.now();
   return getDb().transaction((tx) => {
-    const before = tx.select({ status: tasks.status }).from(tasks).where(eq(tasks.id, id)).get();
+    const before = selectStatusById().get({ id });
     const updated = tx
       .update(tasks)
       .set({
@@ -115,16 +129,7 @@ export function transitionTask(
       .returning()
       .all()[0];
     if (!updated) return undefined;
-    tx.insert(taskEvents)
-      .values({
-        taskId: id,
-        at: now,
-        fromStatus: before?.status ?? null,
-        toStatus: change.to,
-        statusMessage: change.statusMessage,
-        actor: change.actor,
-      })
-      .run();
+    insertTaskEvent().run({ taskId: id, at: now, fromStatus: before?.status ?? null, toStatus: change.to, statusMessage: change.statusMessage, actor: change.actor });
     return updated;
   });
 }
@@ -210,11 +215,14 @@ export function countTasksByStatusForUser(userId: string, notExpiredAt: number):
   return Object.fromEntries(rows.map((row) => [row.status, row.n]));
 }
 
-export function countActiveTasksByUserId(userId: string): number {
-  const row = getDb()
+const countActiveByUser = preparedQuery((db) =>
+  db
     .select({ n: count() })
     .from(tasks)
-    .where(and(eq(tasks.userId, userId), inArray(tasks.status, ['working', 'input_required'])))
-    .get();
-  return row?.n ?? 0;
+    .where(and(eq(tasks.userId, sql.placeholder('userId')), inArray(tasks.status, ['working', 'input_required'])))
+    .prepare(),
+);
+
+export function countActiveTasksByUserId(userId: string): number {
+  return countActiveByUser().get({ userId })?.n ?? 0;
 }

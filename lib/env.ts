@@ -23,6 +23,12 @@ const envSchema = z
     SESSION_MESSAGE_RETENTION_MS: positiveInt(60 * 60 * 1000),
     // Sessions record their last use once a minute, so a shorter timeout could end one in use.
     SESSION_IDLE_TIMEOUT_MS: z.coerce.number().int().min(60_000).default(24 * 60 * 60 * 1000),
+    // Requests per minute on /mcp; 0 switches a limit off. Task operations and unknown task ids count on their own.
+    RATE_LIMIT_PER_TOKEN: z.coerce.number().int().nonnegative().default(1200),
+    RATE_LIMIT_PER_USER: z.coerce.number().int().nonnegative().default(2400),
+    RATE_LIMIT_TASK_OPERATIONS_PER_USER: z.coerce.number().int().nonnegative().default(1200),
+    RATE_LIMIT_UNKNOWN_TASKS_PER_USER: z.coerce.number().int().nonnegative().default(60),
+    LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
     ALLOW_SIGNUP: z.enum(['true', 'false']).default('true'),
   })
   .refine((env) => env.TASK_DEFAULT_TTL_MS <= env.TASK_MAX_TTL_MS, {

@@ -4,6 +4,7 @@ import { getServerSecret } from '@/lib/auth/secret';
 import { getEnv } from '@/lib/env';
 import { abortRequestsInFlight, type McpContext } from '@/lib/mcp/handler';
 import { followClientTask } from '@/lib/mcp/client-task-poller';
+import { logTaskEnds } from '@/lib/mcp/observe';
 import { clientLabel } from '@/lib/mcp/input-requests';
 import { closeAllStreams } from '@/lib/mcp/sse';
 import { SessionStreams } from '@/lib/mcp/session-streams';
@@ -39,6 +40,7 @@ export function getRuntime(): Runtime {
   );
   const streams = new SessionStreams(bus);
   bus.subscribe(topics.allTasks, (event) => streams.notifyTaskEvents(event));
+  logTaskEnds(bus);
   const runtime: Runtime = {
     engine,
     mcp: {

@@ -1,9 +1,9 @@
-import { handleMcp } from '@/lib/mcp/handler';
+import { observeMcp } from '@/lib/mcp/observe';
 import { getRuntime } from '@/lib/runtime';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
 
-const handle = (request: Request) => handleMcp(request, getRuntime().mcp);
+const handle = (request: Request) => observeMcp(request, getRuntime().mcp);
 
 export { handle as GET, handle as POST, handle as DELETE };

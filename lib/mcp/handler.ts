@@ -28,6 +28,7 @@ import {
 } from './schema';
 import { followClientTask } from './client-task-poller';
 import { clientLabel, parseInputRequestId } from './input-requests';
+import { getRateLimits } from './rate-limit';
 import { SseStream } from './sse';
 import type { SessionStreams } from './session-streams';
 
@@ -61,6 +62,7 @@ export async function handleMcp(request: Request, ctx: McpContext): Promise<Resp
   try {
     requireAllowedOrigin(request, allowedOrigins(ctx.appUrl, ctx.allowedOrigins));
     const caller = authenticate(request);
+    await getRateLimits().admit(request, caller);
     requireSupportedVersionHeader(request);
     switch (request.method) {
       case 'POST':

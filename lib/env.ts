@@ -28,6 +28,7 @@ const envSchema = z
     RATE_LIMIT_PER_USER: z.coerce.number().int().nonnegative().default(2400),
     RATE_LIMIT_TASK_OPERATIONS_PER_USER: z.coerce.number().int().nonnegative().default(1200),
     RATE_LIMIT_UNKNOWN_TASKS_PER_USER: z.coerce.number().int().nonnegative().default(60),
+    TASK_MAX_STORED_PER_USER: positiveInt(10_000),
     LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
     ALLOW_SIGNUP: z.enum(['true', 'false']).default('true'),
   })

@@ -1,5 +1,5 @@
 import packageJson from '@/package.json';
-import { deleteSessionMessagesOlderThan, endIdleMcpSessions, getMcpSessionById } from '@/db/queries/sessions';
+import { deleteEndedMcpSessions, deleteSessionMessagesOlderThan, endIdleMcpSessions, getMcpSessionById } from '@/db/queries/sessions';
 import { getServerSecret } from '@/lib/auth/secret';
 import { getEnv } from '@/lib/env';
 import { abortRequestsInFlight, type McpContext } from '@/lib/mcp/handler';
@@ -35,6 +35,7 @@ export function getRuntime(): Runtime {
       pageSize: env.TASK_LIST_PAGE_SIZE,
       cursorSecret: getServerSecret(),
       maxActivePerUser: env.TASK_MAX_ACTIVE_PER_USER,
+      maxStoredPerUser: env.TASK_MAX_STORED_PER_USER,
     },
     bus,
   );
@@ -77,6 +78,7 @@ export function getRuntime(): Runtime {
       engine.sweepExpiredTasks();
       deleteSessionMessagesOlderThan(Date.now() - env.SESSION_MESSAGE_RETENTION_MS);
       endIdleMcpSessions(Date.now() - env.SESSION_IDLE_TIMEOUT_MS, streams.openSessionIds());
+      deleteEndedMcpSessions();
     } catch (error) {
       console.error('TTL sweep failed', error);
     }

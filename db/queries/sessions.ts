@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, inArray, isNull, lt, max, notInArray } from 'drizzle-orm';
+import { and, asc, eq, gt, inArray, isNotNull, isNull, lt, max, notInArray } from 'drizzle-orm';
 import { getDb } from '../client';
 import { mcpSessions, sessionMessages } from '../schema';
 
@@ -35,6 +35,11 @@ export function endIdleMcpSessions(cutoff: number, keep: string[]): string[] {
     if (ended.length > 0) tx.delete(sessionMessages).where(inArray(sessionMessages.sessionId, ended)).run();
     return ended;
   });
+}
+
+/** Deletes the rows of ended sessions (their messages go with them): an ended session is never used again. */
+export function deleteEndedMcpSessions(): number {
+  return getDb().delete(mcpSessions).where(isNotNull(mcpSessions.endedAt)).run().changes;
 }
 
 /** Ends a live session of this user and drops its undelivered messages; false when there is none. */

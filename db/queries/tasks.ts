@@ -170,6 +170,11 @@ export function countTasksByStatusForUser(userId: string, notExpiredAt: number):
   return Object.fromEntries(rows.map((row) => [row.status, row.n]));
 }
 
+/** Every stored task of the user, ended ones included, until the sweep deletes them. */
+export function countTasksByUserId(userId: string): number {
+  return getDb().select({ n: count() }).from(tasks).where(eq(tasks.userId, userId)).get()?.n ?? 0;
+}
+
 export function countActiveTasksByUserId(userId: string): number {
   const row = getDb()
     .select({ n: count() })

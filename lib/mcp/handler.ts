@@ -19,6 +19,7 @@ import {
   classifyMessage,
   initializeParamsSchema,
   latestProtocolVersion,
+  maxBatchMessages,
   parseParams,
   supportedProtocolVersions,
   type IncomingMessage,
@@ -218,6 +219,9 @@ async function handleBatch(request: Request, messages: unknown[], ctx: McpContex
     throw new RpcError(ErrorCode.InvalidRequest, 'Invalid Request: batches are not supported; send one JSON-RPC message per POST');
   }
   if (messages.length === 0) throw new RpcError(ErrorCode.InvalidRequest, 'Invalid Request: the batch is empty');
+  if (messages.length > maxBatchMessages) {
+    throw new RpcError(ErrorCode.InvalidRequest, `Invalid Request: a batch may hold at most ${maxBatchMessages} messages; it has ${messages.length}`);
+  }
   const replies = await Promise.all(
     messages.map(async (value) => {
       let incoming: IncomingMessage;

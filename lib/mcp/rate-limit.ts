@@ -52,9 +52,11 @@ export class McpRateLimits {
   /** Counts one request of this caller, or throws a 429 HttpError saying when to retry. */
   async admit(request: Request, caller: RequestCaller): Promise<void> {
     noteCaller(request, caller);
-    await take(this.perToken, `token:${caller.tokenId}`, 'this access token sent too many requests');
-    await take(this.perUser, `user:${caller.userId}`, 'this account sent too many requests');
     const message = await messageOf(request);
+    // Each message of a batch counts as one request.
+    const count = Math.max(1, message?.batchSize ?? 1);
+    await take(this.perToken, `token:${caller.tokenId}`, 'this access token sent too many requests', count);
+    await take(this.perUser, `user:${caller.userId}`, 'this account sent too many requests', count);
     const method = message?.method;
     if (!method) return;
     if (taskLookups.has(method) && this.unknownTasks) {
@@ -74,10 +76,10 @@ export class McpRateLimits {
   }
 }
 
-async function take(limiter: RateLimiterMemory | undefined, key: string, what: string): Promise<void> {
+async function take(limiter: RateLimiterMemory | undefined, key: string, what: string, points = 1): Promise<void> {
   if (!limiter) return;
   try {
-    await limiter.consume(key);
+    await limiter.consume(key, points);
   } catch (rejection) {
     if (rejection instanceof RateLimiterRes) throw refusal(what, rejection.msBeforeNext);
     throw rejection;

@@ -82,10 +82,22 @@ export function parseParams<Schema extends z.ZodType>(schema: Schema, params: un
 
 const progressToken = z.union([z.string(), z.number()]);
 
+/** What initialize may ask the server to store about a client: its name, version and capabilities. */
+export const clientInfoLimits = { maxNameLength: 256, maxCapabilitiesBytes: 16 * 1024 } as const;
+
+/** The most messages one 2025-03-26 batch may carry. */
+export const maxBatchMessages = 50;
+
 export const initializeParamsSchema = z.object({
-  protocolVersion: z.string(),
-  capabilities: z.record(z.string(), z.unknown()),
-  clientInfo: z.object({ name: z.string(), version: z.string() }).loose(),
+  protocolVersion: z.string().max(64),
+  capabilities: z
+    .record(z.string(), z.unknown())
+    .refine((capabilities) => JSON.stringify(capabilities).length <= clientInfoLimits.maxCapabilitiesBytes, {
+      error: `must be at most ${clientInfoLimits.maxCapabilitiesBytes} bytes of JSON`,
+    }),
+  clientInfo: z
+    .object({ name: z.string().max(clientInfoLimits.maxNameLength), version: z.string().max(clientInfoLimits.maxNameLength) })
+    .loose(),
 });
 
 export const callToolParamsSchema = z.object({

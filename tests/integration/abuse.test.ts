@@ -3,13 +3,16 @@ import { RawMcp } from '../helpers/mcp';
 import { createToken, startServer, type TestServer } from '../helpers/server';
 
 let server: TestServer;
+const limits = { perToken: 120, perUser: 180, taskOperations: 10, unknownTasks: 5, storedTasks: 5 };
 
 beforeAll(async () => {
   server = await startServer({
-    RATE_LIMIT_PER_TOKEN: '20',
-    RATE_LIMIT_PER_USER: '30',
-    RATE_LIMIT_TASK_OPERATIONS_PER_USER: '10',
-    RATE_LIMIT_UNKNOWN_TASKS_PER_USER: '5',
+    RATE_LIMIT_PER_TOKEN: String(limits.perToken),
+    RATE_LIMIT_PER_USER: String(limits.perUser),
+    RATE_LIMIT_TASK_OPERATIONS_PER_USER: String(limits.taskOperations),
+    RATE_LIMIT_UNKNOWN_TASKS_PER_USER: String(limits.unknownTasks),
+    TASK_MAX_STORED_PER_USER: String(limits.storedTasks),
+    TASK_SWEEP_INTERVAL_MS: '300',
   });
 });
 
@@ -46,9 +49,9 @@ function expectTooManyRequests(reply: { status: number; headers: Headers; body: 
 describe('rate limits', () => {
   it('refuses a token past its requests per minute with 429, Retry-After and a JSON-RPC error', async () => {
     const mcp = await session('token-limit@example.com');
-    // initialize and notifications/initialized counted two of the twenty.
-    const { accepted, reply } = await pingUntilRefused(mcp, 25);
-    expect(accepted).toBe(18);
+    // initialize and notifications/initialized counted two.
+    const { accepted, reply } = await pingUntilRefused(mcp, limits.perToken + 5);
+    expect(accepted).toBe(limits.perToken - 2);
     expectTooManyRequests(reply, /access token sent too many requests/);
     const other = await session('token-limit@example.com', 'second');
     expect((await other.request('ping')).status).toBe(200);
@@ -57,10 +60,10 @@ describe('rate limits', () => {
   it('counts every token of a user against the user limit', async () => {
     const first = await session('user-limit@example.com', 'one');
     const second = await session('user-limit@example.com', 'two');
-    expect((await pingUntilRefused(first, 15)).accepted).toBe(15);
-    // 4 requests opened the sessions and 15 pings went through: 11 remain for the user.
-    const { accepted, reply } = await pingUntilRefused(second, 15);
-    expect(accepted).toBe(11);
+    expect((await pingUntilRefused(first, 100)).accepted).toBe(100);
+    // 4 requests opened the sessions and 100 pings went through.
+    const { accepted, reply } = await pingUntilRefused(second, 100);
+    expect(accepted).toBe(limits.perUser - 104);
     expectTooManyRequests(reply, /account sent too many requests/);
     const someoneElse = await session('not-limited@example.com');
     expect((await someoneElse.request('ping')).status).toBe(200);
@@ -68,7 +71,7 @@ describe('rate limits', () => {
 
   it('limits task operations on their own, leaving other requests through', async () => {
     const mcp = await session('task-ops@example.com');
-    for (let sent = 0; sent < 10; sent += 1) expect((await mcp.request('tasks/list')).status).toBe(200);
+    for (let sent = 0; sent < limits.taskOperations; sent += 1) expect((await mcp.request('tasks/list')).status).toBe(200);
     const refused = await mcp.request('tasks/list');
     expectTooManyRequests(refused, /too many task operations/);
     expect((await mcp.request('ping')).status).toBe(200);
@@ -79,7 +82,7 @@ describe('rate limits', () => {
   it('slows down a user probing for task ids after a few unknown ones', async () => {
     const mcp = await session('prober@example.com');
     const task = await mcp.startDelayTask(0);
-    for (let probe = 0; probe < 5; probe += 1) {
+    for (let probe = 0; probe < limits.unknownTasks; probe += 1) {
       const reply = await mcp.request('tasks/get', { taskId: crypto.randomUUID() });
       expect(reply.status).toBe(200);
       expect(reply.body.error.code).toBe(-32602);
@@ -89,6 +92,82 @@ describe('rate limits', () => {
     expect((await mcp.request('ping')).status).toBe(200);
     const neighbour = await session('neighbour@example.com');
     expect((await neighbour.request('tasks/get', { taskId: crypto.randomUUID() })).body.error.code).toBe(-32602);
+  });
+});
+
+/** Polls until check() holds, failing after the timeout. */
+async function eventually(check: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describe('storage bounds', () => {
+  const sessionCount = () => (server.db().prepare('SELECT count(*) AS n FROM mcp_sessions').get() as { n: number }).n;
+  const initializeWith = (mcp: RawMcp, clientInfo: unknown, capabilities: unknown = {}) =>
+    mcp.request('initialize', { protocolVersion: '2025-11-25', capabilities, clientInfo });
+
+  it('refuses to store oversized client information at initialize, creating no session', async () => {
+    const mcp = new RawMcp(server.mcpUrl, createToken(server, 'big-client@example.com'));
+    const before = sessionCount();
+    const hugeCapabilities = await initializeWith(mcp, { name: 'x', version: '1' }, { experimental: { blob: 'b'.repeat(20_000) } });
+    expect(hugeCapabilities.body.error).toMatchObject({ code: -32602 });
+    expect(hugeCapabilities.body.error.message).toContain('capabilities');
+    expect(hugeCapabilities.headers.get('mcp-session-id')).toBeNull();
+    const longName = await initializeWith(mcp, { name: 'n'.repeat(300), version: '1' });
+    expect(longName.body.error).toMatchObject({ code: -32602 });
+    expect(longName.body.error.message).toContain('clientInfo.name');
+    expect(sessionCount()).toBe(before);
+    const fine = await initializeWith(mcp, { name: 'n'.repeat(256), version: '1' }, { experimental: { blob: 'b'.repeat(10_000) } });
+    expect(fine.body.result.protocolVersion).toBe('2025-11-25');
+    expect(sessionCount()).toBe(before + 1);
+  });
+
+  it('deletes the rows of ended sessions in the sweep', async () => {
+    const mcp = await session('ends@example.com');
+    const sessionId = mcp.sessionId!;
+    const row = () => server.db().prepare('SELECT ended_at FROM mcp_sessions WHERE id = ?').get(sessionId);
+    expect(row()).toBeDefined();
+    const ended = await fetch(server.mcpUrl, { method: 'DELETE', headers: mcp.headers() });
+    expect(ended.status).toBe(200);
+    await eventually(() => row() === undefined, 'the ended session is deleted');
+    expect((await mcp.request('ping')).status).toBe(404);
+  });
+
+  it('caps the tasks one user may have stored', async () => {
+    const mcp = await session('hoarder@example.com');
+    for (let created = 0; created < limits.storedTasks; created += 1) await mcp.startDelayTask(0);
+    const refused = await mcp.request('tools/call', { name: 'delay', arguments: { seconds: 0 }, task: {} });
+    expect(refused.body.error).toMatchObject({ code: -32600 });
+    expect(refused.body.error.message).toContain(`Too many stored tasks: you have ${limits.storedTasks}`);
+    const stored = server.db().prepare("SELECT count(*) AS n FROM tasks t JOIN users u ON u.id = t.user_id WHERE u.email = 'hoarder@example.com'").get() as { n: number };
+    expect(stored.n).toBe(limits.storedTasks);
+  });
+
+  it('keeps no arguments of a task whose arguments do not fit the tool', async () => {
+    const mcp = await session('bad-args@example.com');
+    const bad = await mcp.startDelayTask(0, { arguments: { seconds: 'x'.repeat(100_000) } });
+    const good = await mcp.startDelayTask(0, { arguments: { seconds: 0, fail: false } });
+    const result = await mcp.call('tasks/result', { taskId: bad.taskId });
+    expect(result.isError).toBe(true);
+    expect(result.content[0].text).toContain('Invalid arguments');
+    const argumentsOf = (taskId: string) => (server.db().prepare('SELECT arguments FROM tasks WHERE id = ?').get(taskId) as { arguments: string }).arguments;
+    expect(JSON.parse(argumentsOf(bad.taskId))).toEqual({});
+    expect(JSON.parse(argumentsOf(good.taskId))).toEqual({ seconds: 0, fail: false });
+  });
+
+  it('bounds the size of a 2025-03-26 batch', async () => {
+    const mcp = new RawMcp(server.mcpUrl, createToken(server, 'batcher@example.com'));
+    await mcp.initialize('2025-03-26');
+    const pings = (count: number) => Array.from({ length: count }, (_, index) => ({ jsonrpc: '2.0', id: index + 1, method: 'ping' }));
+    const tooMany = await mcp.post(pings(51), { 'MCP-Protocol-Version': '2025-03-26' });
+    expect(tooMany.status).toBe(400);
+    expect((await tooMany.json()).error).toMatchObject({ code: -32600, message: expect.stringContaining('at most 50 messages') });
+    const fine = await mcp.post(pings(50), { 'MCP-Protocol-Version': '2025-03-26' });
+    expect(fine.status).toBe(200);
+    expect(await fine.json()).toHaveLength(50);
   });
 });
 

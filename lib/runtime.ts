@@ -68,7 +68,7 @@ export function getRuntime(): Runtime {
       inputId: input.id,
       clientTaskId: input.clientTaskId,
       label: clientLabel(session),
-    }).catch((error: unknown) => console.error(`Following the client's task ${input.clientTaskId} failed`, error));
+    }).catch((error: unknown) => console.error(`Following the client's task ${JSON.stringify(input.clientTaskId)} failed`, error));
   }
   if (recovered.resumed + recovered.failed > 0) {
     console.log(`Tasks interrupted by the last shutdown: ${recovered.resumed} resumed, ${recovered.failed} failed.`);

@@ -187,7 +187,7 @@ function receiveResponse(message: JsonRpcResponse, ctx: McpContext, session: Mcp
         clientTaskId: clientTask.taskId,
         pollIntervalMs: typeof clientTask.pollInterval === 'number' ? clientTask.pollInterval : undefined,
         label,
-      }).catch((error: unknown) => console.error(`Following the client's task ${clientTask.taskId} failed`, error));
+      }).catch((error: unknown) => console.error(`Following the client's task ${JSON.stringify(clientTask.taskId)} failed`, error));
     } else {
       // Answered already, or another copy became the client's task first: this one is not needed.
       ctx.streams.clientRequests.send(session.id, 'tasks/cancel', { taskId: clientTask.taskId }).catch(() => {});
@@ -363,7 +363,8 @@ function toErrorObject(error: unknown, method: string): JsonRpcErrorObject {
   if ((error instanceof Error || error instanceof DOMException) && error.name === 'AbortError') {
     return { code: ErrorCode.InternalError, message: `Request ${method} was cancelled` };
   }
-  console.error(`MCP ${method}: unexpected error`, error);
+  // The method is the client's text: quoted and escaped, it cannot forge a log line.
+  console.error(`MCP ${JSON.stringify(method)}: unexpected error`, error);
   return { code: ErrorCode.InternalError, message: `Internal error while handling ${method}` };
 }
 

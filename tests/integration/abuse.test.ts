@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RawMcp } from '../helpers/mcp';
-import { createToken, startServer, type TestServer } from '../helpers/server';
+import { createToken, revokeToken, startServer, type TestServer } from '../helpers/server';
 
 let server: TestServer;
 const limits = { perToken: 120, perUser: 180, taskOperations: 10, unknownTasks: 5, storedTasks: 5 };
@@ -244,5 +244,26 @@ describe('request log', () => {
     await (await mcp.post({ jsonrpc: '2.0', id: 1, method: long })).text();
     const clipped = await logLine((line) => typeof line.method === 'string' && line.method.startsWith('mmm'));
     expect(clipped.method.length).toBeLessThan(300);
+  });
+});
+
+describe('token:revoke', () => {
+  it('reads the token from standard input, so it shows neither in ps nor in the shell history', async () => {
+    const token = createToken(server, 'revoker@example.com');
+    const mcp = new RawMcp(server.mcpUrl, token);
+    await mcp.initialize();
+    const revoked = revokeToken(server, token, 'stdin');
+    expect(revoked).toMatchObject({ status: 0 });
+    expect(revoked.stderr).toContain('Token revoked.');
+    expect((await mcp.request('ping')).status).toBe(401);
+    expect(revokeToken(server, token, 'stdin').status).not.toBe(0);
+  });
+
+  it('still takes --token, and refuses an empty standard input', async () => {
+    const token = createToken(server, 'revoker@example.com', 'argument');
+    expect(revokeToken(server, token, 'argument').status).toBe(0);
+    const empty = revokeToken(server, '', 'stdin');
+    expect(empty.status).toBe(2);
+    expect(empty.stderr).toContain('No token given');
   });
 });

@@ -171,9 +171,7 @@ test('when the client answers first, the open form shows who answered and what',
   const stream = await mcp.openGetStream();
   await stream.next();
   const started = await mcp.call('tools/call', { name: 'ask_human', arguments: { question: 'Which region?' }, task: {} });
-  let question;
-  do question = await stream.nextMessage();
-  while (question?.method !== 'elicitation/create');
+  const question = await stream.nextMessageWhere((message) => message.method === 'elicitation/create');
   await page.goto(`/tasks/${started.task.taskId}`);
   const questions = new QuestionsPage(page);
   await expect(questions.form('Which region?')).toBeVisible();
@@ -195,20 +193,22 @@ test('a browser answer and a client answer at the same moment: exactly one is ta
   for (let round = 0; round < 4; round += 1) {
     const started = await mcp.call('tools/call', { name: 'ask_human', arguments: { question: `Tie ${round}?` }, task: {} });
     const taskId = started.task.taskId;
-    let question;
-    do question = await stream.nextMessage();
-    while (question?.method !== 'elicitation/create');
+    const question = await stream.nextMessageWhere((message) => message.method === 'elicitation/create');
     await page.goto(`/tasks/${taskId}`);
     await new QuestionsPage(page).form(`Tie ${round}?`).getByLabel('Answer').fill('browser');
     // Both at once: the browser's submit is pressed in the page itself, so it cannot wait for a form the
     // client's answer may already have removed.
-    const [reply] = await Promise.all([
+    const [reply, pressed] = await Promise.all([
       mcp.post({ jsonrpc: '2.0', id: question.id, result: { action: 'accept', content: { answer: 'client' } } }),
       page.evaluate((label) => {
-        document.querySelector<HTMLButtonElement>(`form[aria-label="${label}"] button[value="accept"]`)?.click();
+        const submit = document.querySelector<HTMLButtonElement>(`form[aria-label="${label}"] button[value="accept"]`);
+        submit?.click();
+        return submit !== null;
       }, `Answer: Tie ${round}?`),
     ]);
     expect(reply.status).toBe(202);
+    // The browser half of the race must really have been pressed, or the round proves nothing.
+    expect(pressed).toBe(true);
     const result = await mcp.call('tasks/result', { taskId });
     const winner = result.structuredContent.content.answer;
     expect(['browser', 'client']).toContain(winner);

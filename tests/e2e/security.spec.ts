@@ -1,6 +1,6 @@
-import type { Page, Request } from '@playwright/test';
+import type { BrowserContext, Page, Request } from '@playwright/test';
 import { expect, password, test, uniqueEmail } from '../fixtures';
-import { RawMcp } from '../helpers/mcp';
+import { RawMcp, SseReader } from '../helpers/mcp';
 import { AuthPage } from '../pages/auth';
 import { TasksPage } from '../pages/tasks';
 import { TokensPage } from '../pages/tokens';
@@ -135,4 +135,47 @@ test('server actions refuse arguments of the wrong type with a message, not a 50
   // The real call still works after all that.
   await tokens.goto();
   await tokens.create('still-works');
+});
+
+/** Opens the dashboard's event feed as the person signed in to this browser context. */
+async function openFeed(url: string, context: BrowserContext): Promise<SseReader> {
+  const cookie = (await context.cookies(url)).map(({ name, value }) => `${name}=${value}`).join('; ');
+  const response = await fetch(`${url}/api/tasks/events`, { headers: { Cookie: cookie, Accept: 'text/event-stream' } });
+  expect(response.status).toBe(200);
+  const feed = new SseReader(response);
+  expect(await feed.nextMessage()).toEqual({ type: 'ready' });
+  return feed;
+}
+
+test("the dashboard's event feed refuses the signed-out and tells each person only of their own tasks", async ({ page, browser, server }) => {
+  const signedOut = await fetch(`${server.url}/api/tasks/events`, { headers: { Accept: 'text/event-stream' } });
+  expect(signedOut.status).toBe(401);
+  expect(await signedOut.json()).toEqual({ error: 'Sign in to watch tasks.' });
+
+  await signUp(page, 'feed-a');
+  const tokensA = new TokensPage(page);
+  await tokensA.goto();
+  const clientA = new RawMcp(server.mcpUrl, await tokensA.create('feed-a'));
+  const otherContext = await browser.newContext({ baseURL: server.url });
+  try {
+    const other = await otherContext.newPage();
+    await signUp(other, 'feed-b');
+    const tokensB = new TokensPage(other);
+    await tokensB.goto();
+    const clientB = new RawMcp(server.mcpUrl, await tokensB.create('feed-b'));
+    await clientA.initialize();
+    await clientB.initialize();
+    const feedA = await openFeed(server.url, page.context());
+    const feedB = await openFeed(server.url, otherContext);
+
+    // A's task comes first: had B's feed carried it, B would hear of it before B's own.
+    const taskA = await clientA.startDelayTask(0);
+    const taskB = await clientB.startDelayTask(0);
+    expect((await feedA.nextMessageWhere((event) => typeof event.taskId === 'string')).taskId).toBe(taskA.taskId);
+    expect((await feedB.nextMessageWhere((event) => typeof event.taskId === 'string')).taskId).toBe(taskB.taskId);
+    await feedA.close();
+    await feedB.close();
+  } finally {
+    await otherContext.close();
+  }
 });

@@ -20,6 +20,8 @@ import {
   initializeParamsSchema,
   latestProtocolVersion,
   maxBatchMessages,
+  maxJsonDepth,
+  nestsDeeperThan,
   parseParams,
   supportedProtocolVersions,
   type IncomingMessage,
@@ -143,6 +145,9 @@ async function handlePost(request: Request, ctx: McpContext, caller: Caller): Pr
     parsed = JSON.parse(body);
   } catch {
     return jsonResponse(rpcErrorBody(null, { code: ErrorCode.ParseError, message: 'Parse error: the body is not valid JSON' }), 400);
+  }
+  if (nestsDeeperThan(parsed, maxJsonDepth)) {
+    return jsonResponse(rpcErrorBody(null, { code: ErrorCode.InvalidRequest, message: `Invalid Request: the message nests deeper than ${maxJsonDepth} levels` }), 400);
   }
   if (Array.isArray(parsed)) return handleBatch(request, parsed, ctx, caller);
   const incoming = classifyMessage(parsed);

@@ -19,6 +19,15 @@ export function getLog(): pino.Logger {
 const maxLoggedLength = 200;
 const clip = (value: string | undefined) => (value !== undefined && value.length > maxLoggedLength ? `${value.slice(0, maxLoggedLength)}…` : value);
 
+/** JSON text of a client value, or a placeholder for one too deep to write. */
+function safeJson(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return '(too deeply nested)';
+  }
+}
+
 /** What a JSON reply says: its error code, or the task it is about. */
 interface ReplyOutcome {
   rpcError?: number;
@@ -80,7 +89,7 @@ export async function observeMcp(request: Request, ctx: McpContext): Promise<Res
       client: session && session.userId === caller?.userId ? clip(`${session.clientName}/${session.clientVersion}`) : undefined,
       httpMethod: request.method,
       method: clip(message?.method),
-      rpcId: message?.id !== undefined ? clip(JSON.stringify(message.id)) : undefined,
+      rpcId: message?.id !== undefined ? clip(safeJson(message.id)) : undefined,
       batchSize: message?.batchSize,
       tool: clip(message?.tool),
       taskId: clip(message?.taskId ?? reply?.taskId),

@@ -104,6 +104,29 @@ async function eventually(check: () => boolean, what: string, timeoutMs = 10_000
   }
 }
 
+describe('answers built to hurt', () => {
+  // Before answers were checked by capped zod schemas, this one answer held the event loop for minutes.
+  it('refuses a near-1 MB answer made to make an email check backtrack, and the question stays open', { timeout: 15_000 }, async () => {
+    const mcp = new RawMcp(server.mcpUrl, createToken(server, 'redos@example.com'));
+    await mcp.initialize(undefined, { elicitation: {} });
+    const stream = await mcp.openGetStream();
+    const { task } = await mcp.call('tools/call', {
+      name: 'ask_human',
+      arguments: { question: 'Your email?', fields: { email: { type: 'string', format: 'email' } } },
+      task: {},
+    });
+    const question = await stream.nextMessageWhere((message) => message.method === 'elicitation/create');
+    const hostile = await mcp.post({ jsonrpc: '2.0', id: question.id, result: { action: 'accept', content: { email: `a@${'.'.repeat(1_000_000)} ` } } });
+    expect(hostile.status).toBe(400);
+    expect((await hostile.json()).error).toMatchObject({ code: -32602, message: expect.stringContaining('content is larger than') });
+    expect((await mcp.call('tasks/get', { taskId: task.taskId })).status).toBe('input_required');
+    const fine = await mcp.post({ jsonrpc: '2.0', id: question.id, result: { action: 'accept', content: { email: 'ada@example.com' } } });
+    expect(fine.status).toBe(202);
+    expect((await mcp.call('tasks/result', { taskId: task.taskId })).structuredContent.content).toEqual({ email: 'ada@example.com' });
+    await stream.close();
+  });
+});
+
 describe('storage bounds', () => {
   const sessionCount = () => (server.db().prepare('SELECT count(*) AS n FROM mcp_sessions').get() as { n: number }).n;
   const initializeWith = (mcp: RawMcp, clientInfo: unknown, capabilities: unknown = {}) =>

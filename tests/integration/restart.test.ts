@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RawMcp, sleep } from '../helpers/mcp';
+import { RawMcp } from '../helpers/mcp';
 import { createToken, startServer, type TestServer } from '../helpers/server';
 
 let server: TestServer;
@@ -57,9 +57,9 @@ describe('kill -9 and a fresh start', () => {
          VALUES (?, ?, ?, 'retired_tool', '{}', 'working', 'Working', ?, ?, 600000, ?, 1000)`,
       )
       .run(orphanId, user.id, mcp.sessionId, now, now, now + 600_000);
-    await sleep(1300);
-    const progressBeforeKill = (server.db().prepare('SELECT progress FROM tasks WHERE id = ?').get(resumable.taskId) as any).progress;
-    expect(progressBeforeKill).toBeGreaterThanOrEqual(1);
+    const progressOf = (taskId: string) => (server.db().prepare('SELECT progress FROM tasks WHERE id = ?').get(taskId) as any).progress;
+    await expect.poll(() => progressOf(resumable.taskId), { timeout: 10_000 }).toBeGreaterThanOrEqual(1);
+    const progressBeforeKill = progressOf(resumable.taskId);
 
     await server.kill9();
     const statuses = server.db().prepare('SELECT id, status FROM tasks').all() as Array<{ id: string; status: string }>;
@@ -104,7 +104,8 @@ describe('kill -9 and a fresh start', () => {
     await stream.next();
     const task = await mcp.startDelayTask(2);
     const waiting = await mcp.post({ jsonrpc: '2.0', id: 'wait', method: 'tasks/result', params: { taskId: task.taskId } });
-    await sleep(600);
+    // Restart once the work is under way, however slow the machine.
+    await expect.poll(() => (server.db().prepare('SELECT progress FROM tasks WHERE id = ?').get(task.taskId) as any).progress, { timeout: 10_000 }).toBeGreaterThan(0);
     await server.restart();
     // Both streams were ended by the shutdown rather than holding it open.
     expect(await stream.next(1000)).toBeNull();

@@ -98,7 +98,8 @@ describe('with the official SDK client', () => {
           break;
         }
       }
-      await sleep(700);
+      // Cancel once the work is under way (it has reported progress), however slow the machine.
+      await expect.poll(() => (server.db().prepare('SELECT progress FROM tasks WHERE id = ?').get(taskId) as any).progress, { timeout: 10_000 }).toBeGreaterThan(0);
       const cancelled = await client.experimental.tasks.cancelTask(taskId);
       expect(cancelled.status).toBe('cancelled');
       expect(cancelled.statusMessage).toBe('The task was cancelled by request.');
@@ -190,15 +191,18 @@ describe('task lifecycle over raw HTTP', () => {
   it('answers tasks/get with the flat Task and moves lastUpdatedAt on every change', async () => {
     const mcp = await session();
     const created = await mcp.startDelayTask(1.2);
-    await sleep(700);
-    const working = await mcp.call('tasks/get', { taskId: created.taskId });
+    // The first progress report (0.5 s) changes the task; poll for it rather than guess when it comes.
+    let working: any;
+    await expect
+      .poll(async () => (working = await mcp.call('tasks/get', { taskId: created.taskId })).statusMessage, { timeout: 10_000, interval: 50 })
+      .toMatch(/^Waiting: (0.5|1) of 1.2 s done$/);
     expect(Object.keys(working).sort()).toEqual(['createdAt', 'lastUpdatedAt', 'pollInterval', 'status', 'statusMessage', 'taskId', 'ttl']);
     expect(working.status).toBe('working');
-    expect(working.statusMessage).toMatch(/Waiting: 0.5 of 1.2 s done/);
     expect(Date.parse(working.lastUpdatedAt)).toBeGreaterThan(Date.parse(created.lastUpdatedAt));
-    await sleep(1000);
-    const done = await mcp.call('tasks/get', { taskId: created.taskId, task: { ttl: 1 }, _meta: { progressToken: 9 } });
-    expect(done.status).toBe('completed');
+    let done: any;
+    await expect
+      .poll(async () => (done = await mcp.call('tasks/get', { taskId: created.taskId, task: { ttl: 1 }, _meta: { progressToken: 9 } })).status, { timeout: 10_000 })
+      .toBe('completed');
     expect(done.createdAt).toBe(created.createdAt);
     expect(Date.parse(done.lastUpdatedAt)).toBeGreaterThan(Date.parse(working.lastUpdatedAt));
   });

@@ -120,12 +120,12 @@ function readCmdline(pid: number): string {
 
 /**
  * The process group of the server this process started: startServer spawns it detached, as a direct
- * child running scripts/start.ts, so its pid is the group id.
+ * child running scripts/start.mjs, so its pid is the group id.
  */
 export function findServerGroup(): number {
   const candidates = allPids().filter((pid) => {
     const stat = readStat(pid);
-    return stat?.ppid === process.pid && stat.pgrp === pid && readCmdline(pid).includes('scripts/start.ts');
+    return stat?.ppid === process.pid && stat.pgrp === pid && readCmdline(pid).includes('scripts/start.mjs');
   });
   if (candidates.length !== 1) throw new Error(`expected one server process group, found ${candidates.length}`);
   return candidates[0];
@@ -150,7 +150,7 @@ function rssKib(pid: number): number {
 export function groupBreakdown(pgid: number): Array<{ pid: number; name: string; rssKib: number }> {
   return groupMembers(pgid).map(({ pid }) => {
     const args = readCmdline(pid).trim();
-    const name = args.startsWith('next-server') ? 'next-server' : args.includes('--import') ? 'node scripts/start.ts (tsx loader)' : args.includes('tsx') ? 'tsx launcher' : args.split(' ')[0];
+    const name = args.includes('scripts/start.mjs') ? 'node scripts/start.mjs (server)' : args.split(' ')[0];
     return { pid, name, rssKib: rssKib(pid) };
   });
 }

@@ -43,3 +43,20 @@ export function getDb(): Db {
   globalForDb.__mcpTaskServerDb = { path: databasePath, db };
   return db;
 }
+
+/**
+ * A query built and prepared once per connection, for the statements every request runs: building a
+ * drizzle query costs more than running it. Parameters are `sql.placeholder(name)`s.
+ */
+export function preparedQuery<T>(build: (db: Db) => T): () => T {
+  const byConnection = new WeakMap<Db, T>();
+  return () => {
+    const db = getDb();
+    let query = byConnection.get(db);
+    if (query === undefined) {
+      query = build(db);
+      byConnection.set(db, query);
+    }
+    return query;
+  };
+}

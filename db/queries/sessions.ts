@@ -1,5 +1,6 @@
-import { and, asc, eq, gt, inArray, isNotNull, isNull, lt, max, notInArray } from 'drizzle-orm';
-import { getDb } from '../client';
+import { and, asc, eq, gt, inArray, isNotNull, isNull, lt, max, notInArray, sql } from 'drizzle-orm';
+import { rowCache } from '../cache';
+import { getDb, preparedQuery } from '../client';
 import { mcpSessions, sessionMessages } from '../schema';
 
 export type McpSession = typeof mcpSessions.$inferSelect;
@@ -13,13 +14,18 @@ export function createMcpSession(input: Omit<McpSession, 'createdAt' | 'lastSeen
     .all()[0];
 }
 
+const selectSessionById = preparedQuery((db) => db.select().from(mcpSessions).where(eq(mcpSessions.id, sql.placeholder('id'))).prepare());
+/** Every request reads its session; see RowCache for how stale an entry may be. */
+const sessionsById = rowCache<string, McpSession>('mcp-sessions-by-id', 10_000, 5_000);
+
 export function getMcpSessionById(id: string): McpSession | undefined {
-  return getDb().select().from(mcpSessions).where(eq(mcpSessions.id, id)).get();
+  return sessionsById.get(id, () => selectSessionById().get({ id }));
 }
 
 /** Notes that a session is in use; written at most once a minute per session. */
 export function touchMcpSession(id: string, now: number): void {
   getDb().update(mcpSessions).set({ lastSeenAt: now }).where(eq(mcpSessions.id, id)).run();
+  sessionsById.update(id, (session) => ({ ...session, lastSeenAt: now }));
 }
 
 /** Ends the sessions nobody has used since `cutoff`, except those listed (they have a stream open). */
@@ -33,6 +39,7 @@ export function endIdleMcpSessions(cutoff: number, keep: string[]): string[] {
       .all()
       .map((row) => row.id);
     if (ended.length > 0) tx.delete(sessionMessages).where(inArray(sessionMessages.sessionId, ended)).run();
+    for (const sessionId of ended) sessionsById.delete(sessionId);
     return ended;
   });
 }
@@ -51,6 +58,7 @@ export function endMcpSession(id: string, userId: string): boolean {
       .where(and(eq(mcpSessions.id, id), eq(mcpSessions.userId, userId), isNull(mcpSessions.endedAt)))
       .run();
     tx.delete(sessionMessages).where(eq(sessionMessages.sessionId, id)).run();
+    sessionsById.delete(id);
     return ended.changes > 0;
   });
 }

@@ -1,5 +1,5 @@
 import { and, asc, count, desc, eq, gt, inArray, like, lte, sql } from 'drizzle-orm';
-import { getDb } from '../client';
+import { getDb, preparedQuery } from '../client';
 import { taskEvents, tasks, type TaskStatus } from '../schema';
 
 export type TaskRow = typeof tasks.$inferSelect;
@@ -21,16 +21,21 @@ export function insertTask(row: NewTaskRow, actor: string): TaskRow {
   });
 }
 
-export function getTaskByIdForUser(id: string, userId: string): TaskRow | undefined {
-  return getDb()
+const selectTaskByIdForUser = preparedQuery((db) =>
+  db
     .select()
     .from(tasks)
-    .where(and(eq(tasks.id, id), eq(tasks.userId, userId)))
-    .get();
+    .where(and(eq(tasks.id, sql.placeholder('id')), eq(tasks.userId, sql.placeholder('userId'))))
+    .prepare(),
+);
+const selectTaskById = preparedQuery((db) => db.select().from(tasks).where(eq(tasks.id, sql.placeholder('id'))).prepare());
+
+export function getTaskByIdForUser(id: string, userId: string): TaskRow | undefined {
+  return selectTaskByIdForUser().get({ id, userId });
 }
 
 export function getTaskById(id: string): TaskRow | undefined {
-  return getDb().select().from(tasks).where(eq(tasks.id, id)).get();
+  return selectTaskById().get({ id });
 }
 
 export interface TaskFilter {
@@ -128,6 +133,32 @@ export function updateTaskProgress(
     .all()[0];
 }
 
+const updateLiveFields = preparedQuery((db) =>
+  db
+    .update(tasks)
+    .set({
+      progress: sql`${sql.placeholder('progress')}`,
+      progressTotal: sql`${sql.placeholder('progressTotal')}`,
+      progressMessage: sql`${sql.placeholder('progressMessage')}`,
+      statusMessage: sql`${sql.placeholder('statusMessage')}`,
+      lastUpdatedAt: sql`max(${sql.placeholder('now')}, ${tasks.lastUpdatedAt} + 1)`,
+    })
+    .where(and(eq(tasks.id, sql.placeholder('id')), inArray(tasks.status, ['working', 'input_required'])))
+    .prepare(),
+);
+
+/**
+ * Stores a running task's progress and status message as they stand; false when the task is no
+ * longer active. Written about once a second per task, so it runs prepared and returns no row.
+ */
+export function storeTaskProgress(
+  row: Pick<TaskRow, 'id' | 'progress' | 'progressTotal' | 'progressMessage' | 'statusMessage'>,
+  now: number,
+): boolean {
+  const { id, progress, progressTotal, progressMessage, statusMessage } = row;
+  return updateLiveFields().run({ id, progress, progressTotal, progressMessage, statusMessage, now }).changes > 0;
+}
+
 /** Marks a task as started again after a restart. */
 export function incrementTaskAttempt(id: string): void {
   getDb()
@@ -170,9 +201,13 @@ export function countTasksByStatusForUser(userId: string, notExpiredAt: number):
   return Object.fromEntries(rows.map((row) => [row.status, row.n]));
 }
 
-/** Every stored task of the user, ended ones included, until the sweep deletes them. */
-export function countTasksByUserId(userId: string): number {
-  return getDb().select({ n: count() }).from(tasks).where(eq(tasks.userId, userId)).get()?.n ?? 0;
+/**
+ * The user's stored tasks, ended ones included, counted up to `atMost`: the count stops there, so a
+ * user with a million tasks costs no more to check than one at the limit.
+ */
+export function countTasksByUserIdUpTo(userId: string, atMost: number): number {
+  const stored = getDb().select({ one: sql`1` }).from(tasks).where(eq(tasks.userId, userId)).limit(atMost).as('stored');
+  return getDb().select({ n: count() }).from(stored).get()?.n ?? 0;
 }
 
 export function countActiveTasksByUserId(userId: string): number {

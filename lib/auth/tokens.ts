@@ -45,13 +45,14 @@ export function verifyBearer(authorization: string | null): TokenCheck {
   if (!authorization) return { ok: false, reason: 'missing' };
   const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
   if (!match || !tokenPattern.test(match[1])) return { ok: false, reason: 'malformed' };
-  const found = getAccessTokenByHash(hashToken(match[1]));
+  const tokenHash = hashToken(match[1]);
+  const found = getAccessTokenByHash(tokenHash);
   if (!found) return { ok: false, reason: 'unknown' };
   const now = Date.now();
   if (found.token.revokedAt !== null) return { ok: false, reason: 'revoked' };
   if (found.token.expiresAt !== null && found.token.expiresAt <= now) return { ok: false, reason: 'expired' };
   if (found.token.lastUsedAt === null || now - found.token.lastUsedAt >= lastUsedResolutionMs) {
-    markAccessTokenUsed(found.token.id, now);
+    markAccessTokenUsed(found.token.id, tokenHash, now);
   }
   return { ok: true, user: found.user, tokenId: found.token.id };
 }

@@ -11,6 +11,45 @@ const idPattern = /^input:([0-9a-f-]{36}):([A-Za-z0-9_-]+)$/;
 
 export const getStreamCopy = 'g';
 
+/**
+ * A client handles every request it receives, so a session is sent one copy of each question at a
+ * time, or its person is asked twice: on the session's open GET stream, or on a tasks/result stream
+ * that carries the task's questions. Process-wide, on globalThis like the streams themselves.
+ */
+const globalForCopies = globalThis as unknown as {
+  __mcpTaskServerQuestionCopies?: { carriers: Map<string, number>; onGetStream: Set<string> };
+};
+const copies = (globalForCopies.__mcpTaskServerQuestionCopies ??= { carriers: new Map(), onGetStream: new Set() });
+const carrierKey = (sessionId: string, id: string) => `${sessionId}\u0000${id}`;
+
+/** Marks a tasks/result stream as carrying the task's questions to the session; returns the release. */
+export function carryQuestions(sessionId: string, taskId: string): () => void {
+  const key = carrierKey(sessionId, taskId);
+  copies.carriers.set(key, (copies.carriers.get(key) ?? 0) + 1);
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    const left = (copies.carriers.get(key) ?? 1) - 1;
+    if (left > 0) copies.carriers.set(key, left);
+    else copies.carriers.delete(key);
+  };
+}
+
+export function questionsCarried(sessionId: string, taskId: string): boolean {
+  return copies.carriers.has(carrierKey(sessionId, taskId));
+}
+
+/** Records whether a question's copy went to an open GET stream (forgotten once it is settled). */
+export function markSentOnGetStream(sessionId: string, inputId: string, sent: boolean): void {
+  if (sent) copies.onGetStream.add(carrierKey(sessionId, inputId));
+  else copies.onGetStream.delete(carrierKey(sessionId, inputId));
+}
+
+export function sentOnGetStream(sessionId: string, inputId: string): boolean {
+  return copies.onGetStream.has(carrierKey(sessionId, inputId));
+}
+
 export function inputRequestId(inputId: string, copy: string): string {
   return `input:${inputId}:${copy}`;
 }

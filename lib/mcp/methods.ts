@@ -5,7 +5,7 @@ import { isTaskError, type TaskEngine, type TaskRow } from '@/lib/tasks/engine';
 import { isTerminal } from '@/lib/tasks/states';
 import { randomBytes } from 'node:crypto';
 import { ErrorCode, RpcError } from './errors';
-import { canReceive, inputRequestId, requestFor, withdrawalFor } from './input-requests';
+import { canReceive, carryQuestions, inputRequestId, requestFor, sentOnGetStream, withdrawalFor } from './input-requests';
 import {
   callToolParamsSchema,
   listParamsSchema,
@@ -118,8 +118,9 @@ class QuestionRelay {
     for (const input of this.ctx.engine.inputs.listForTask(this.taskId)) {
       const sentId = this.sent.get(input.id);
       if (input.status === 'pending') {
-        // A client already answering through a task of its own is not asked again.
-        if (sentId || input.clientTaskId || !canReceive(this.ctx.session, input.kind)) continue;
+        // A client already answering through a task of its own, or asked on its open GET stream, is
+        // not asked again.
+        if (sentId || input.clientTaskId || !canReceive(this.ctx.session, input.kind) || sentOnGetStream(this.ctx.session.id, input.id)) continue;
         const id = inputRequestId(input.id, randomBytes(6).toString('base64url'));
         this.sent.set(input.id, id);
         this.ctx.send(requestFor(input, id, this.ctx.session, task.expiresAt));
@@ -175,7 +176,12 @@ const methods: Record<string, { handler: MethodHandler; needsTasks?: boolean }> 
         if (!isTerminal(row.status)) {
           ctx.openStream();
           const relay = new QuestionRelay(ctx, taskId);
-          row = await ctx.engine.waitForTerminal(taskId, ctx.userId, ctx.signal, (task) => relay.sync(task));
+          const release = carryQuestions(ctx.session.id, taskId);
+          try {
+            row = await ctx.engine.waitForTerminal(taskId, ctx.userId, ctx.signal, (task) => relay.sync(task));
+          } finally {
+            release();
+          }
           relay.sync(row);
         }
         return taskResultPayload(row);

@@ -3,7 +3,7 @@ import type { TaskInputRow } from '@/lib/tasks/inputs';
 import { listPendingTaskInputsBySessionId } from '@/db/queries/inputs';
 import { ClientRequests } from './client-requests';
 import { clientTaskVia } from './client-task-poller';
-import { canReceive, getStreamCopy, inputRequestId, requestFor, withdrawalFor } from './input-requests';
+import { canReceive, getStreamCopy, inputRequestId, markSentOnGetStream, questionsCarried, requestFor, withdrawalFor } from './input-requests';
 import {
   appendSessionMessage,
   getMcpSessionById,
@@ -43,7 +43,9 @@ export class SessionStreams {
     if (resumeFrom === null) {
       for (const input of listPendingTaskInputsBySessionId(sessionId)) {
         const task = getTaskById(input.taskId);
-        if (task && !input.clientTaskId && canReceive(session, input.kind)) this.sendQuestion(session, input, task.expiresAt);
+        if (task && !input.clientTaskId && canReceive(session, input.kind) && !questionsCarried(sessionId, task.id)) {
+          this.sendQuestion(session, input, task.expiresAt);
+        }
       }
     }
 
@@ -82,17 +84,19 @@ export class SessionStreams {
   }
 
   /**
-   * Every question also goes to the GET stream of the session that started the task: clients that only
-   * poll tasks/get while a task waits are asked there. A copy answered elsewhere is withdrawn.
+   * Every question also goes to the GET stream of the session that started the task, unless one of
+   * its tasks/result streams carries it: clients that only poll tasks/get while a task waits are asked
+   * there. A copy answered elsewhere is withdrawn.
    */
   private relayQuestion(input: TaskInputRow): void {
     const task = getTaskById(input.taskId);
     const session = task?.sessionId ? getMcpSessionById(task.sessionId) : undefined;
     if (!task || !session || !canReceive(session, input.kind)) return;
     if (input.status === 'pending') {
-      this.sendQuestion(session, input, task.expiresAt);
+      if (!questionsCarried(session.id, task.id)) this.sendQuestion(session, input, task.expiresAt);
       return;
     }
+    markSentOnGetStream(session.id, input.id, false);
     if (input.clientTaskId) {
       // The client is answering through a task of its own: cancel it unless it gave the answer.
       if (input.answeredVia !== clientTaskVia(input.clientTaskId)) {
@@ -107,6 +111,7 @@ export class SessionStreams {
   /** The GET-stream copy of a question. */
   private sendQuestion(session: McpSession, input: TaskInputRow, taskExpiresAt: number): void {
     this.deliver(session.id, requestFor(input, inputRequestId(input.id, getStreamCopy), session, taskExpiresAt));
+    markSentOnGetStream(session.id, input.id, this.open_.has(session.id));
   }
 
   /** Sessions with a stream open here: in use, however long since their last request. */

@@ -1,6 +1,6 @@
 import {
   countActiveTasksByUserId,
-  countTasksByUserId,
+  countTasksByUserIdUpTo,
   countTasksByStatusForUser,
   deleteExpiredTasks,
   getTaskById,
@@ -10,6 +10,7 @@ import {
   listTasksByStatus,
   listTaskEventsByTaskId,
   listTasksByUserId,
+  storeTaskProgress,
   transitionTask,
   updateTaskProgress,
   type TaskEventRow,
@@ -29,6 +30,7 @@ import { publishTaskEvent, topics, type EventBus } from './bus';
 import { decodeCursor, encodeCursor } from './cursor';
 import { describeFields } from './elicitation';
 import { TaskInputs } from './inputs';
+import { CoalescedProgress } from './progress';
 import { waitFor } from './wait';
 import { activeStatuses, isTerminal, statusesLeadingTo, type TaskStatus } from './states';
 
@@ -45,6 +47,9 @@ export interface EngineConfig {
   /** Stored tasks per user, ended ones included: what bounds the database, whatever the ttl. */
   maxStoredPerUser: number;
 }
+
+/** How often a running task's progress is written; every report is published on the bus at once. */
+const progressWriteIntervalMs = 1000;
 
 /** A shorter ttl would let a task expire before a client could poll it even once. */
 export const minTtlMs = 1000;
@@ -104,7 +109,7 @@ export class TaskEngine {
         `Too many active tasks: you have ${active} working or waiting for input (the limit is ${this.config.maxActivePerUser}); cancel some or wait for them to finish`,
       );
     }
-    const stored = countTasksByUserId(input.userId);
+    const stored = countTasksByUserIdUpTo(input.userId, this.config.maxStoredPerUser);
     if (stored >= this.config.maxStoredPerUser) {
       throw new TaskError(
         'limit',
@@ -215,6 +220,8 @@ export class TaskEngine {
         return undefined;
       },
       signal,
+      // Progress and status messages change neither the status nor the questions: nothing to do for them.
+      (event) => event.type !== 'task-progress' && !(event.type === 'task-changed' && !event.transition),
     );
   }
 
@@ -270,18 +277,19 @@ export class TaskEngine {
   private run(row: TaskRow, tool: ToolDefinition, resumedFrom?: ToolContext['resumedFrom']): void {
     const controller = new AbortController();
     this.running.set(row.id, controller);
+    const progress = new CoalescedProgress(row, (current) => storeTaskProgress(current, Date.now()), progressWriteIntervalMs);
     const ctx: ToolContext = {
       signal: controller.signal,
       taskId: row.id,
       resumedFrom,
       progress: (done, total, message) => {
         if (controller.signal.aborted) return;
-        const updated = updateTaskProgress(row.id, { progress: done, progressTotal: total ?? null, progressMessage: message ?? null });
+        const updated = progress.report({ progress: done, progressTotal: total ?? null, progressMessage: message ?? null });
         if (updated) publishTaskEvent(this.bus, { type: 'task-progress', task: updated, progress: done, total, message });
       },
       status: (message) => {
         if (controller.signal.aborted) return;
-        const updated = updateTaskProgress(row.id, { statusMessage: message });
+        const updated = progress.report({ statusMessage: message });
         if (updated) this.announce(updated, false);
       },
       elicit: async (request, { key }) => {
@@ -304,6 +312,7 @@ export class TaskEngine {
     void executeTool(tool, row.arguments, ctx)
       .then((outcome) => {
         if (controller.signal.aborted) return;
+        progress.flush();
         this.finish(row.id, outcome.kind === 'result' ? outcome.result : undefined, outcome.kind === 'error' ? outcome.error : undefined);
       })
       .catch((error: unknown) => {
@@ -311,6 +320,7 @@ export class TaskEngine {
         console.error(`Task ${row.id}: could not record its outcome:`, error);
       })
       .finally(() => {
+        progress.stop();
         if (this.running.get(row.id) === controller) this.running.delete(row.id);
       });
   }

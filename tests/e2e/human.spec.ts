@@ -239,7 +239,9 @@ test('an answer given in the dashboard withdraws every copy the client was sent'
   const started = await mcp.call('tools/call', { name: 'ask_human', arguments: { question: 'Who answers?' }, task: {} });
   const taskId = started.task.taskId;
   const getCopy = await stream.nextMessageWhere((message) => message.method === 'elicitation/create');
-  const waiting = await mcp.post({ jsonrpc: '2.0', id: 'waiting', method: 'tasks/result', params: { taskId } });
+  // A session is sent one copy at a time: the second copy goes to another session of the same person.
+  const other = await rawClient(server, token, { elicitation: {} });
+  const waiting = await other.post({ jsonrpc: '2.0', id: 'waiting', method: 'tasks/result', params: { taskId } });
   const reader = new SseReader(waiting);
   const resultCopy = await reader.nextMessageWhere((message) => message.method === 'elicitation/create');
 

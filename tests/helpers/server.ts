@@ -26,6 +26,8 @@ export interface TestServer {
   dbPath: string;
   env: Record<string, string>;
   output(): string;
+  /** The server process's pid, which is also its process group id. */
+  pid(): number;
   /** Stops the whole process group gracefully. */
   stop(): Promise<void>;
   /** SIGKILLs the whole process group: nothing gets to clean up. */
@@ -54,7 +56,7 @@ export async function startServer(extraEnv: Record<string, string> = {}): Promis
 
   const launch = async () => {
     log = '';
-    child = spawn(process.execPath, [tsxCli, 'scripts/start.ts'], {
+    child = spawn(process.execPath, ['scripts/start.mjs'], {
       cwd: root,
       env: { ...process.env, ...env },
       detached: true,
@@ -112,6 +114,7 @@ export async function startServer(extraEnv: Record<string, string> = {}): Promis
     dbPath: env.DATABASE_PATH,
     env,
     output: () => log,
+    pid: () => child!.pid!,
     stop: async () => {
       sqlite?.close();
       sqlite = undefined;

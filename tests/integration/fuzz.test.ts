@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findServerGroup, groupRssKib } from '../../bench/util';
+import { groupRssKib } from '../../bench/util';
 import { fuzzRequest, sendFuzzRequest, type FuzzTargets } from '../fuzz/requests';
 import { RawMcp } from '../helpers/mcp';
 import { createToken, startServer, type TestServer } from '../helpers/server';
@@ -66,7 +66,7 @@ async function fuzz(numRuns: number, seed?: number): Promise<void> {
 
 describe('fuzzing the endpoint with generated requests', () => {
   it(`answers ${runs * requestsPerRun} malformed, mistyped, oversized and misaddressed requests with errors, never a 5xx, and loses nothing`, { timeout: Math.max(300_000, runs * 400) }, async () => {
-    const group = findServerGroup();
+    const group = server.pid();
     // A first tenth warms the server up, so that what it keeps afterwards is measured against a warm start.
     await fuzz(Math.ceil(runs / 10));
     const warmKib = groupRssKib(group).totalKib;

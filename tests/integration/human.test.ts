@@ -223,13 +223,18 @@ describe('a client that takes questions as tasks of its own', () => {
     await stream.next();
     const taskId = await startTool(mcp, 'ask_human', { question: 'Twice?' });
     const question = await stream.nextMessageWhere((message) => message.method === 'elicitation/create');
-    const { reader } = await resultStream(mcp, taskId);
+    // A session is sent one copy at a time: the second copy goes to another session of the same person.
+    const other = await rawSession({ elicitation: {}, tasks: { requests: { elicitation: { create: {} } } } });
+    const otherStream = await other.openGetStream();
+    await otherStream.next();
+    const { reader } = await resultStream(other, taskId);
     const second = await reader.nextMessage();
     const now = new Date().toISOString();
     const clientTask = (id: string) => ({ task: { taskId: id, status: 'working', createdAt: now, lastUpdatedAt: now, ttl: 60000 } });
     expect((await answer(mcp, question.id, clientTask('client-task-1'))).status).toBe(202);
-    expect((await answer(mcp, second!.id, clientTask('client-task-2'))).status).toBe(202);
-    const cancel = await stream.nextMessageWhere((message) => message.method === 'tasks/cancel');
+    expect((await answer(other, second!.id, clientTask('client-task-2'))).status).toBe(202);
+    const cancel = await otherStream.nextMessageWhere((message) => message.method === 'tasks/cancel');
+    await otherStream.close();
     expect(cancel.params).toEqual({ taskId: 'client-task-2' });
     expect(server.db().prepare('SELECT client_task_id FROM task_inputs WHERE task_id = ?').get(taskId)).toEqual({ client_task_id: 'client-task-1' });
     await mcp.call('tasks/cancel', { taskId });
@@ -340,7 +345,9 @@ describe('questions over raw HTTP', () => {
     await stream.next();
     const taskId = await startTool(mcp, 'ask_human', { question: 'Which copy?' });
     const getCopy = await stream.nextMessageWhere((message) => message.method === 'elicitation/create');
-    const { reader, id } = await resultStream(mcp, taskId);
+    // A session is sent one copy at a time: the second copy goes to another session of the same person.
+    const other = await rawSession();
+    const { reader, id } = await resultStream(other, taskId);
     const resultCopy = await reader.nextMessage();
     expect(resultCopy!.id).not.toBe(getCopy.id);
 
@@ -352,7 +359,7 @@ describe('questions over raw HTTP', () => {
     });
     const final = await reader.nextMessage();
     expect(final).toMatchObject({ id, result: { structuredContent: { content: { answer: 'get' } } } });
-    expect((await answer(mcp, resultCopy!.id, { action: 'accept', content: { answer: 'late' } })).status).toBe(202);
+    expect((await answer(other, resultCopy!.id, { action: 'accept', content: { answer: 'late' } })).status).toBe(202);
     expect((await mcp.call('tasks/result', { taskId })).structuredContent.content).toEqual({ answer: 'get' });
     await stream.close();
   });
@@ -381,14 +388,15 @@ describe('questions over raw HTTP', () => {
     const mcp = await rawSession();
     const stream = await mcp.openGetStream();
     await stream.next();
+    const other = await rawSession();
     for (let round = 0; round < 12; round += 1) {
       const taskId = await startTool(mcp, 'ask_human', { question: `Race ${round}` });
       const getCopy = await stream.nextMessageWhere((message) => message.method === 'elicitation/create');
-      const { reader } = await resultStream(mcp, taskId);
+      const { reader } = await resultStream(other, taskId);
       const resultCopy = await reader.nextMessage();
       const replies = await Promise.all([
         answer(mcp, getCopy.id, { action: 'accept', content: { answer: 'get' } }),
-        answer(mcp, resultCopy!.id, { action: 'accept', content: { answer: 'result' } }),
+        answer(other, resultCopy!.id, { action: 'accept', content: { answer: 'result' } }),
       ]);
       expect(replies.map((reply) => reply.status)).toEqual([202, 202]);
       const final = await reader.nextMessageWhere((message) => 'result' in message);

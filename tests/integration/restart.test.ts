@@ -57,9 +57,10 @@ describe('kill -9 and a fresh start', () => {
          VALUES (?, ?, ?, 'retired_tool', '{}', 'working', 'Working', ?, ?, 600000, ?, 1000)`,
       )
       .run(orphanId, user.id, mcp.sessionId, now, now, now + 600_000);
-    const progressOf = (taskId: string) => (server.db().prepare('SELECT progress FROM tasks WHERE id = ?').get(taskId) as any).progress;
-    await expect.poll(() => progressOf(resumable.taskId), { timeout: 10_000 }).toBeGreaterThanOrEqual(1);
-    const progressBeforeKill = progressOf(resumable.taskId);
+    // Progress is stored about once a second; poll for it rather than guess when it lands.
+    const storedProgress = () => (server.db().prepare('SELECT progress FROM tasks WHERE id = ?').get(resumable.taskId) as any).progress;
+    await expect.poll(storedProgress, { timeout: 10_000, interval: 50 }).toBeGreaterThanOrEqual(1);
+    const progressBeforeKill = storedProgress();
 
     await server.kill9();
     const statuses = server.db().prepare('SELECT id, status FROM tasks').all() as Array<{ id: string; status: string }>;

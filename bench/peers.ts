@@ -1,0 +1,143 @@
+/**
+ * The servers the throughput bench compares, each started fresh on a free loopback port and stopped
+ * with its whole process group: this server through the production server and through Next's route
+ * handler, the official reference server, and a bare node:http fixed reply (the machine's ceiling).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { createToken, startServer, type TestServer } from '../tests/helpers/server';
+
+const root = path.resolve(__dirname, '..');
+
+export interface Peer {
+  name: string;
+  url: string;
+  /** Headers every MCP request carries (auth), before a session exists. */
+  headers: Record<string, string>;
+  pgid: number;
+  stop(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForPort(port: number, child: ChildProcess, log: () => string): Promise<void> {
+  const deadline = Date.now() + 90_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`exited with ${child.exitCode}:\n${log()}`);
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = net.connect(port, '127.0.0.1');
+      socket.once('connect', () => (socket.destroy(), resolve(true)));
+      socket.once('error', () => resolve(false));
+    });
+    if (open) return;
+    if (Date.now() > deadline) throw new Error(`did not start:\n${log()}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+function spawnGroup(command: string, args: string[], env: Record<string, string>): { child: ChildProcess; log: () => string } {
+  let output = '';
+  const child = spawn(command, args, { cwd: root, env: { ...process.env, ...env }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout!.on('data', (chunk) => (output = (output + chunk).slice(-20_000)));
+  child.stderr!.on('data', (chunk) => (output = (output + chunk).slice(-20_000)));
+  return { child, log: () => output };
+}
+
+async function stopGroup(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  try {
+    process.kill(-child.pid!, 'SIGKILL');
+  } catch {
+    return;
+  }
+  await exited;
+}
+
+/** This server as `npm start` runs it. */
+export async function startOurs(env: Record<string, string> = {}): Promise<Peer & { server: TestServer; token: string }> {
+  // Benchmarks measure the server, not its limits.
+  const server = await startServer({
+    TASK_MAX_ACTIVE_PER_USER: '100000',
+    TASK_MAX_STORED_PER_USER: '100000000',
+    RATE_LIMIT_PER_TOKEN: '0',
+    RATE_LIMIT_PER_USER: '0',
+    RATE_LIMIT_TASK_OPERATIONS_PER_USER: '0',
+    RATE_LIMIT_UNKNOWN_TASKS_PER_USER: '0',
+    ...env,
+  });
+  const token = createToken(server, 'bench@example.com', 'bench');
+  return {
+    name: 'this server (npm start: production server)',
+    url: server.mcpUrl,
+    headers: { Authorization: `Bearer ${token}` },
+    pgid: server.pid(),
+    server,
+    token,
+    stop: () => server.stop(),
+  };
+}
+
+/** The same app through Next's own server (`next start`): /mcp served by app/mcp/route.ts. */
+export async function startRouteHandler(): Promise<Peer> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-bench-next-'));
+  const port = await freePort();
+  const env = {
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    DATABASE_PATH: path.join(dataDir, 'app.db'),
+    NEXTAUTH_URL: `http://localhost:${port}`,
+    NEXTAUTH_SECRET: 'bench-secret-bench-secret-bench-secret',
+    TASK_MAX_ACTIVE_PER_USER: '100000',
+    NEXT_TELEMETRY_DISABLED: '1',
+  };
+  const { child, log } = spawnGroup(process.execPath, [path.join(root, 'node_modules', 'next', 'dist', 'bin', 'next'), 'start', '--port', String(port), '--hostname', '127.0.0.1'], env);
+  await waitForPort(port, child, log);
+  const token = createToken({ env } as unknown as TestServer, 'bench@example.com', 'bench');
+  return {
+    name: 'this server (next start: route handler)',
+    url: `http://localhost:${port}/mcp`,
+    headers: { Authorization: `Bearer ${token}` },
+    pgid: child.pid!,
+    stop: async () => {
+      await stopGroup(child);
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The official reference server (SDK 1.x + Express, tasks in memory, no auth). */
+export async function startReference(): Promise<Peer> {
+  const port = await freePort();
+  const entry = path.join(root, 'node_modules', '@modelcontextprotocol', 'server-everything', 'dist', 'index.js');
+  const { child, log } = spawnGroup(process.execPath, [entry, 'streamableHttp'], { PORT: String(port) });
+  await waitForPort(port, child, log);
+  return {
+    name: 'reference server (server-everything)',
+    url: `http://127.0.0.1:${port}/mcp`,
+    headers: {},
+    pgid: child.pid!,
+    stop: () => stopGroup(child),
+  };
+}
+
+/** A bare node:http server answering every request with one fixed JSON-RPC reply. */
+export async function startBareNode(): Promise<Peer> {
+  const port = await freePort();
+  const script = `require('node:http').createServer((req, res) => { req.resume(); req.on('end', () => { res.writeHead(200, { 'Content-Type': 'application/json' }); res.end('{"jsonrpc":"2.0","id":1,"result":{}}'); }); }).listen(${port}, '127.0.0.1');`;
+  const { child, log } = spawnGroup(process.execPath, ['-e', script], {});
+  await waitForPort(port, child, log);
+  return { name: 'bare node:http, fixed reply', url: `http://127.0.0.1:${port}/mcp`, headers: {}, pgid: child.pid!, stop: () => stopGroup(child) };
+}

@@ -1,0 +1,119 @@
+/**
+ * Requests per second on /mcp, side by side in one run: each server is started fresh, driven by
+ * autocannon with 16 connections for a fixed time (one JSON-RPC request per POST, as clients send
+ * them), and stopped before the next one starts, so no two servers share the cores.
+ */
+import autocannon from 'autocannon';
+import { startBareNode, startOurs, startReference, startRouteHandler, type Peer } from './peers';
+
+export const throughputConfig = { connections: 16, seconds: Number(process.env.BENCH_SECONDS ?? 8) };
+
+export interface ThroughputRow {
+  server: string;
+  scenario: string;
+  requestsPerSecond: number;
+  p50: number;
+  p99: number;
+  errors: number;
+}
+
+const protocolVersion = '2025-11-25';
+
+async function rpc(peer: Peer, headers: Record<string, string>, body: unknown): Promise<{ headers: Headers; body: any }> {
+  const response = await fetch(peer.url, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...peer.headers, ...headers },
+    body: JSON.stringify(body),
+  });
+  const text = await response.text();
+  const data = text.startsWith('{') ? text : text.split('\n').filter((line) => line.startsWith('data: {')).at(-1)?.slice(6);
+  return { headers: response.headers, body: data ? JSON.parse(data) : undefined };
+}
+
+async function openSession(peer: Peer): Promise<Record<string, string>> {
+  const init = await rpc(peer, {}, {
+    jsonrpc: '2.0',
+    id: 0,
+    method: 'initialize',
+    params: { protocolVersion, capabilities: {}, clientInfo: { name: 'bench', version: '1.0.0' } },
+  });
+  const sessionId = init.headers.get('mcp-session-id');
+  if (!sessionId) throw new Error(`${peer.name}: initialize gave no session: ${JSON.stringify(init.body)}`);
+  const headers = { 'Mcp-Session-Id': sessionId, 'MCP-Protocol-Version': protocolVersion };
+  await rpc(peer, headers, { jsonrpc: '2.0', method: 'notifications/initialized' });
+  return headers;
+}
+
+/** Each scenario's request body, checked once to succeed before it is measured. */
+async function scenarios(peer: Peer, session: Record<string, string>, reference: boolean): Promise<Array<[string, unknown]>> {
+  const createCall = reference
+    ? { name: 'simulate-research-query', arguments: { topic: 'bench' }, task: { ttl: 600_000 } }
+    : { name: 'delay', arguments: { seconds: 0 }, task: { ttl: 600_000 } };
+  const created = await rpc(peer, session, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: createCall });
+  const taskId = created.body?.result?.task?.taskId;
+  if (!taskId) throw new Error(`${peer.name}: creating a task failed: ${JSON.stringify(created.body)}`);
+  const list: Array<[string, unknown]> = [
+    ['tasks/get', { jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { taskId } }],
+    ['create a task', { jsonrpc: '2.0', id: 3, method: 'tools/call', params: createCall }],
+    ['tools/list', { jsonrpc: '2.0', id: 4, method: 'tools/list' }],
+    ['ping', { jsonrpc: '2.0', id: 5, method: 'ping' }],
+  ];
+  for (const [name, body] of list) {
+    const reply = await rpc(peer, session, body);
+    if (!reply.body || reply.body.error) throw new Error(`${peer.name} ${name}: ${JSON.stringify(reply.body)}`);
+  }
+  return list;
+}
+
+function drive(url: string, headers: Record<string, string>, body: unknown): Promise<autocannon.Result> {
+  return autocannon({
+    url,
+    method: 'POST',
+    connections: throughputConfig.connections,
+    duration: throughputConfig.seconds,
+    headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...headers },
+    body: JSON.stringify(body),
+  });
+}
+
+function toRow(server: string, scenario: string, result: autocannon.Result): ThroughputRow {
+  return {
+    server,
+    scenario,
+    requestsPerSecond: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.timeouts + result.non2xx,
+  };
+}
+
+/** Runs every server through every scenario; `log` reports progress. */
+export async function measureThroughput(log: (line: string) => void): Promise<ThroughputRow[]> {
+  const rows: ThroughputRow[] = [];
+  const starters: Array<[() => Promise<Peer>, boolean]> = [
+    [startBareNode, false],
+    [startReference, true],
+    [startOurs, false],
+    [startRouteHandler, false],
+  ];
+  for (const [start, reference] of starters) {
+    const peer = await start();
+    try {
+      if (peer.name.startsWith('bare')) {
+        const result = await drive(peer.url, {}, { jsonrpc: '2.0', id: 1, method: 'ping' });
+        rows.push(toRow(peer.name, 'fixed reply', result));
+        log(`${peer.name}: ${result.requests.average.toFixed(0)} req/s`);
+        continue;
+      }
+      const session = await openSession(peer);
+      for (const [scenario, body] of await scenarios(peer, session, reference)) {
+        const result = await drive(peer.url, { ...peer.headers, ...session }, body);
+        rows.push(toRow(peer.name, scenario, result));
+        log(`${peer.name} ${scenario}: ${result.requests.average.toFixed(0)} req/s, p99 ${result.latency.p99} ms`);
+      }
+    } finally {
+      await peer.stop();
+    }
+  }
+  return rows;
+}

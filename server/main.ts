@@ -1,0 +1,118 @@
+/**
+ * The production server: one Node process that serves `/mcp` with lib/mcp's handler directly and hands
+ * every other request to Next's request handler (Next.js custom-server mode). Next's per-request
+ * machinery costs milliseconds of CPU; the MCP endpoint, which clients poll, skips it.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import path from 'node:path';
+import next from 'next';
+import { openDatabase } from '@/db/client';
+import { getServerSecret } from '@/lib/auth/secret';
+import { ConfigError, getEnv } from '@/lib/env';
+import { observeMcp } from '@/lib/mcp/observe';
+import { getRuntime } from '@/lib/runtime';
+import { sendWebResponse, toWebRequest } from './node-bridge';
+
+const root = process.cwd();
+const nextBin = path.join(root, 'node_modules', 'next', 'dist', 'bin', 'next');
+const sourceEntries = ['app', 'components', 'lib', 'db', 'drizzle', 'public', 'instrumentation.ts', 'next.config.ts', 'package.json', 'postcss.config.mjs', 'tsconfig.json'];
+
+function newestMtime(entry: string): number {
+  const full = path.join(root, entry);
+  if (!fs.existsSync(full)) return 0;
+  const stat = fs.statSync(full);
+  if (!stat.isDirectory()) return stat.mtimeMs;
+  return fs.readdirSync(full).reduce((newest, child) => Math.max(newest, newestMtime(path.join(entry, child))), stat.mtimeMs);
+}
+
+function nextBuildIsCurrent(): boolean {
+  const buildId = path.join(root, '.next', 'BUILD_ID');
+  if (!fs.existsSync(buildId)) return false;
+  const builtAt = fs.statSync(buildId).mtimeMs;
+  return sourceEntries.every((entry) => newestMtime(entry) <= builtAt);
+}
+
+function runNextBuild(): Promise<number> {
+  const child = spawn(process.execPath, [nextBin, 'build'], { cwd: root, stdio: 'inherit', env: process.env });
+  const forward = (signal: NodeJS.Signals) => child.kill(signal);
+  process.on('SIGINT', forward);
+  process.on('SIGTERM', forward);
+  return new Promise((resolve) => {
+    child.on('exit', (code, signal) => {
+      process.off('SIGINT', forward);
+      process.off('SIGTERM', forward);
+      resolve(code ?? (signal ? 1 : 0));
+    });
+  });
+}
+
+/** A handler that serves some requests itself (true) and leaves the rest to the next one (false). */
+type NodeHandler = (req: IncomingMessage, res: ServerResponse) => boolean | Promise<boolean>;
+
+function isPath(req: IncomingMessage, pathname: string): boolean {
+  const url = req.url ?? '';
+  return url === pathname || url.startsWith(`${pathname}?`);
+}
+
+export async function main({ dev = false } = {}): Promise<void> {
+  let env;
+  try {
+    env = getEnv();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(error.message);
+      process.exit(1);
+    }
+    throw error;
+  }
+  openDatabase(env.DATABASE_PATH).$client.close();
+  process.env.NEXTAUTH_URL ||= env.APP_URL;
+  process.env.NEXTAUTH_SECRET ||= getServerSecret();
+
+  if (!dev && !nextBuildIsCurrent()) {
+    console.log('Building the application (first start or changed sources)...');
+    const built = await runNextBuild();
+    if (built !== 0) process.exit(built);
+  }
+
+  // The runtime (engine, recovery, sweeper) starts before Next, whose instrumentation then finds it.
+  const { mcp } = getRuntime();
+  const app = next({ dev, dir: root, hostname: env.HOST, port: env.PORT });
+  await app.prepare();
+  const handleNext = app.getRequestHandler();
+
+  const serveMcp: NodeHandler = async (req, res) => {
+    if (!isPath(req, '/mcp')) return false;
+    await sendWebResponse(await observeMcp(await toWebRequest(req, res, env.APP_URL, mcp.maxBodyBytes), mcp), res);
+    return true;
+  };
+  const handlers: NodeHandler[] = [serveMcp];
+
+  const server = http.createServer(async (req, res) => {
+    try {
+      for (const handler of handlers) if (await handler(req, res)) return;
+      await handleNext(req, res);
+    } catch (error) {
+      console.error('Request failed', error);
+      if (!res.headersSent) res.writeHead(500, { 'Content-Type': 'text/plain' });
+      res.end('Internal Server Error');
+    }
+  });
+  // Idle connections outlive clients' own keep-alive (undici: 4 s), so a client never reuses a socket
+  // the server is just closing.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  await new Promise<void>((resolve) => server.listen(env.PORT, env.HOST, resolve));
+  console.log(`MCP endpoint: ${env.APP_URL}/mcp   database: ${path.resolve(env.DATABASE_PATH)}`);
+
+  // The runtime's own SIGTERM/SIGINT listeners end streams and waits first; then open requests drain.
+  const shutdown = () => {
+    server.close(() => process.exit(0));
+    server.closeIdleConnections();
+    setTimeout(() => process.exit(0), 10_000).unref();
+  };
+  process.once('SIGTERM', shutdown);
+  process.once('SIGINT', shutdown);
+}

@@ -16,7 +16,7 @@ const migrationsFolder = path.join(process.cwd(), 'drizzle');
  * checkpointing, and the WAL then grows with every progress update.
  */
 export function openDatabase(databasePath: string): Db {
-  if (databasePath !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(databasePath)), { recursive: true });
+  if (databasePath !== ':memory:') createPrivateFile(databasePath);
   const sqlite = new Database(databasePath);
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
@@ -27,6 +27,21 @@ export function openDatabase(databasePath: string): Db {
   const db = drizzle(sqlite, { schema });
   migrate(db, { migrationsFolder });
   return db as Db;
+}
+
+/**
+ * Creates the database file (and its folder) readable by this user only, before SQLite opens it: it holds
+ * password and token hashes and every task. SQLite gives its -wal and -shm files the same mode. Existing
+ * files and folders keep theirs.
+ */
+function createPrivateFile(databasePath: string): void {
+  const file = path.resolve(databasePath);
+  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  try {
+    fs.closeSync(fs.openSync(file, 'wx', 0o600));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
 }
 
 /**

@@ -11,9 +11,28 @@ export const users = sqliteTable(
     email: text('email').notNull(),
     name: text('name'),
     passwordHash: text('password_hash'),
+    /** Embedded in every session token; raising it ends every session signed before (password change, sign out everywhere). */
+    sessionGeneration: integer('session_generation').notNull().default(0),
     createdAt: millis('created_at').notNull(),
   },
   (table) => [uniqueIndex('users_email_unique').on(table.email)],
+);
+
+/** GitHub and Google accounts joined to a user: a provider's account id signs in as exactly one user. */
+export const linkedAccounts = sqliteTable(
+  'linked_accounts',
+  {
+    provider: text('provider').notNull(),
+    providerAccountId: text('provider_account_id').notNull(),
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    createdAt: millis('created_at').notNull(),
+  },
+  (table) => [
+    uniqueIndex('linked_accounts_provider_account_unique').on(table.provider, table.providerAccountId),
+    index('linked_accounts_user_idx').on(table.userId),
+  ],
 );
 
 export const accessTokens = sqliteTable(
@@ -66,14 +85,26 @@ export const sessionMessages = sqliteTable(
     sessionId: text('session_id')
       .notNull()
       .references(() => mcpSessions.id, { onDelete: 'cascade' }),
+    /**
+     * The stream a message belongs to: null for the session's GET stream, else the key of one POST
+     * response stream, so that a client resuming that stream with Last-Event-ID gets only its messages.
+     */
+    stream: text('stream'),
     message: text('message', { mode: 'json' }).notNull().$type<Record<string, unknown>>(),
     createdAt: millis('created_at').notNull(),
   },
-  (table) => [index('session_messages_session_idx').on(table.sessionId, table.id)],
+  (table) => [
+    index('session_messages_session_idx').on(table.sessionId, table.id),
+    index('session_messages_stream_idx').on(table.stream, table.id),
+  ],
 );
 
 export const taskStatuses = ['working', 'input_required', 'completed', 'failed', 'cancelled'] as const;
 export type TaskStatus = (typeof taskStatuses)[number];
+
+/** How a task was started: a task-augmented tools/call, or a plain call the server made a task of. */
+export const taskInvocations = ['task', 'call'] as const;
+export type TaskInvocation = (typeof taskInvocations)[number];
 
 export const tasks = sqliteTable(
   'tasks',
@@ -103,12 +134,16 @@ export const tasks = sqliteTable(
     /** The JSON-RPC error of a task whose request failed, returned verbatim by tasks/result. */
     error: text('error', { mode: 'json' }).$type<{ code: number; message: string; data?: unknown }>(),
     attempt: integer('attempt').notNull().default(1),
+    invocation: text('invocation', { enum: taskInvocations }).notNull().default('task'),
+    /** The JSON-RPC id of the plain tools/call a task answers, so that notifications/cancelled finds it. */
+    callRequestId: text('call_request_id', { mode: 'json' }).$type<string | number>(),
   },
   (table) => [
     index('tasks_user_created_idx').on(table.userId, table.createdAt, table.id),
     index('tasks_status_idx').on(table.status),
     index('tasks_user_status_idx').on(table.userId, table.status),
     index('tasks_expires_idx').on(table.expiresAt),
+    index('tasks_session_call_idx').on(table.sessionId, table.callRequestId),
   ],
 );
 

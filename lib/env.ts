@@ -5,6 +5,7 @@ import { z } from 'zod';
  * `npm start` works with no setup; a bad value stops the server at start with a message naming it.
  */
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+const flag = (fallback: 'true' | 'false') => z.enum(['true', 'false']).default(fallback).transform((value) => value === 'true');
 
 const envSchema = z
   .object({
@@ -21,6 +22,8 @@ const envSchema = z
     TASK_SWEEP_INTERVAL_MS: positiveInt(60 * 1000),
     TASK_MAX_ACTIVE_PER_USER: positiveInt(100),
     SESSION_MESSAGE_RETENTION_MS: positiveInt(60 * 60 * 1000),
+    // Clients reset their request timeouts on progress; some give up after 15 s of silence.
+    CALL_HEARTBEAT_MS: z.coerce.number().int().min(100).max(15_000).default(10_000),
     // Sessions record their last use once a minute, so a shorter timeout could end one in use.
     SESSION_IDLE_TIMEOUT_MS: z.coerce.number().int().min(60_000).default(24 * 60 * 60 * 1000),
     // Requests per minute on /mcp; 0 switches a limit off. Task operations and unknown task ids count on their own.
@@ -30,14 +33,40 @@ const envSchema = z
     RATE_LIMIT_UNKNOWN_TASKS_PER_USER: z.coerce.number().int().nonnegative().default(60),
     TASK_MAX_STORED_PER_USER: positiveInt(10_000),
     LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
-    ALLOW_SIGNUP: z.enum(['true', 'false']).default('true'),
+    ALLOW_SIGNUP: flag('true'),
+    TRUST_PROXY: flag('false'),
+    ALLOW_INSECURE_HTTP: flag('false'),
+    AUTH_THROTTLE_WINDOW_SECONDS: positiveInt(15 * 60),
+    SIGNIN_MAX_PER_IP: positiveInt(50),
+    SIGNIN_MAX_PER_ACCOUNT: positiveInt(10),
+    SIGNUP_MAX_PER_IP: positiveInt(20),
   })
   .refine((env) => env.TASK_DEFAULT_TTL_MS <= env.TASK_MAX_TTL_MS, {
     path: ['TASK_DEFAULT_TTL_MS'],
     message: 'must not exceed TASK_MAX_TTL_MS',
+  })
+  .refine((env) => env.ALLOW_INSECURE_HTTP || isLoopbackHost(env.HOST) || env.APP_URL?.startsWith('https:'), {
+    path: ['APP_URL'],
+    message:
+      'must be an https URL when HOST is not a loopback address: over http, session cookies lose their Secure flag and ' +
+      'passwords and tokens travel in clear. Put a TLS proxy in front and set APP_URL=https://…, or set ALLOW_INSECURE_HTTP=true ' +
+      'to accept that on a trusted network.',
   });
 
-export type Env = Omit<z.infer<typeof envSchema>, 'ALLOW_SIGNUP'> & { APP_URL: string; allowedOrigins: string[]; allowSignup: boolean };
+type ParsedEnv = z.infer<typeof envSchema>;
+export type Env = Omit<ParsedEnv, 'ALLOW_SIGNUP' | 'TRUST_PROXY'> & {
+  APP_URL: string;
+  allowedOrigins: string[];
+  allowSignup: boolean;
+  /** Read the client's address from X-Forwarded-For (the entry the proxy in front added). */
+  trustProxy: boolean;
+};
+
+/** Addresses only this machine can reach: listening there over http exposes nothing. */
+function isLoopbackHost(host: string): boolean {
+  const bare = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return bare === 'localhost' || bare === '::1' || /^127(\.\d{1,3}){3}$/.test(bare);
+}
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -56,8 +85,8 @@ export function parseEnv(source: Record<string, string | undefined>): Env {
   const allowedOrigins = env.ALLOWED_ORIGINS.split(',')
     .map((origin) => origin.trim().replace(/\/+$/, ''))
     .filter(Boolean);
-  const { ALLOW_SIGNUP, ...rest } = env;
-  return { ...rest, APP_URL: appUrl, allowedOrigins, allowSignup: ALLOW_SIGNUP === 'true' };
+  const { ALLOW_SIGNUP, TRUST_PROXY, ...rest } = env;
+  return { ...rest, APP_URL: appUrl, allowedOrigins, allowSignup: ALLOW_SIGNUP, trustProxy: TRUST_PROXY };
 }
 
 const globalForEnv = globalThis as unknown as { __mcpTaskServerEnv?: Env };

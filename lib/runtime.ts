@@ -39,7 +39,7 @@ export function getRuntime(): Runtime {
     },
     bus,
   );
-  const streams = new SessionStreams(bus);
+  const streams = new SessionStreams(bus, env.CALL_HEARTBEAT_MS);
   bus.subscribe(topics.allTasks, (event) => streams.notifyTaskEvents(event));
   logTaskEnds(bus);
   const runtime: Runtime = {
@@ -51,6 +51,7 @@ export function getRuntime(): Runtime {
       allowedOrigins: env.allowedOrigins,
       maxBodyBytes: env.MCP_MAX_BODY_BYTES,
       serverVersion: packageJson.version,
+      heartbeatMs: env.CALL_HEARTBEAT_MS,
     },
   };
   globalForRuntime.__mcpTaskServerRuntime = runtime;

@@ -9,6 +9,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import path from 'node:path';
 import next from 'next';
 import { openDatabase } from '@/db/client';
+import { normaliseForwardedFor } from '@/lib/auth/client-address';
 import { getServerSecret } from '@/lib/auth/secret';
 import { ConfigError, getEnv } from '@/lib/env';
 import { observeMcp } from '@/lib/mcp/observe';
@@ -91,6 +92,8 @@ export async function main({ dev = false } = {}): Promise<void> {
   const handlers: NodeHandler[] = [serveMcp];
 
   const server = http.createServer(async (req, res) => {
+    // Sign-in throttles count per client address, read from X-Forwarded-For: no client may write its own.
+    normaliseForwardedFor(req, env.trustProxy);
     try {
       for (const handler of handlers) if (await handler(req, res)) return;
       await handleNext(req, res);

@@ -1,13 +1,29 @@
 'use server';
 
-import { registerUser } from '@/lib/auth/accounts';
+import { headers } from 'next/headers';
+import { endAllSessions, registerUser } from '@/lib/auth/accounts';
+import { clientAddress } from '@/lib/auth/client-address';
+import { getCurrentUser } from '@/lib/auth/session';
+import { throttleSignUp } from '@/lib/auth/throttle';
+import { tooManyAttemptsMessage } from '@/lib/auth/throttle-message';
 import { getEnv } from '@/lib/env';
 
 export type SignUpState = { ok: boolean; errors: Partial<Record<'email' | 'password' | 'name' | 'form', string>> };
 
 export async function signUpAction(_previous: SignUpState, form: FormData): Promise<SignUpState> {
   if (!getEnv().allowSignup) return { ok: false, errors: { form: 'Sign-up is closed on this server. Ask its operator for an account.' } };
-  const result = await registerUser({ email: form.get('email'), password: form.get('password'), name: form.get('name') });
+  const email = form.get('email');
+  const verdict = await throttleSignUp({ address: clientAddress(await headers()), email: typeof email === 'string' ? email : '' });
+  if (!verdict.allowed) return { ok: false, errors: { form: tooManyAttemptsMessage(verdict.retryAfterSeconds) } };
+  const result = await registerUser({ email, password: form.get('password'), name: form.get('name') });
   if (!result.ok) return { ok: false, errors: { [result.field]: result.message } };
   return { ok: true, errors: {} };
+}
+
+/** Ends every session of the signed-in person, this one included (the button signs this browser out next). */
+export async function signOutEverywhereAction(): Promise<{ ok: boolean }> {
+  const user = await getCurrentUser();
+  if (!user) return { ok: false };
+  endAllSessions(user.id);
+  return { ok: true };
 }

@@ -1,5 +1,6 @@
 import Link from 'next/link';
 import { SignOutButton } from '@/components/auth/sign-out-button';
+import { SignOutEverywhereButton } from '@/components/auth/sign-out-everywhere-button';
 import { LiveRefresh } from '@/components/tasks/live-refresh';
 import { NavLink } from '@/components/ui/nav-link';
 import { getRuntime } from '@/lib/runtime';
@@ -36,6 +37,7 @@ export default async function DashboardLayout({ children }: { children: React.Re
                 {user.email}
               </span>
               <SignOutButton />
+              <SignOutEverywhereButton />
             </div>
           )}
         </div>

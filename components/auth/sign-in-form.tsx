@@ -6,6 +6,8 @@ import { useRouter } from 'next/navigation';
 import { useState } from 'react';
 import { Button } from '@/components/ui/button';
 import { Field } from '@/components/ui/field';
+import { safeCallbackPath } from '@/lib/auth/callback-url';
+import { retryAfterFromError, tooManyAttemptsMessage } from '@/lib/auth/throttle-message';
 
 export function SignInForm({
   callbackUrl,
@@ -34,10 +36,12 @@ export function SignInForm({
     });
     setPending(false);
     if (!result || result.error) {
-      setError('Wrong email or password.');
+      const retryAfter = retryAfterFromError(result?.error);
+      setError(retryAfter ? tooManyAttemptsMessage(retryAfter) : 'Wrong email or password.');
       return;
     }
-    router.replace(callbackUrl);
+    // Checked again here, against this page's own origin: the server's check is not the only one.
+    router.replace(safeCallbackPath(callbackUrl, window.location.origin));
     router.refresh();
   }
 

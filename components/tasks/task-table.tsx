@@ -1,6 +1,7 @@
 import Link from 'next/link';
 import type { TaskRow } from '@/lib/tasks/engine';
 import { RelativeTime } from '@/components/ui/relative-time';
+import { PlainCallBadge } from './plain-call-badge';
 import { ProgressBar } from './progress-bar';
 import { StatusBadge } from './status-badge';
 
@@ -29,7 +30,10 @@ export function TaskTable({ tasks }: { tasks: TaskRow[] }) {
                 <Link href={`/tasks/${task.id}`} prefetch={false} className="font-medium text-blue-700 hover:underline dark:text-blue-400" aria-label={`Open task ${task.id} (${task.toolName})`}>
                   {task.toolName}
                 </Link>
-                <div className="font-mono text-xs text-zinc-500 dark:text-zinc-400">{task.id.slice(0, 8)}</div>
+                <div className="flex flex-wrap items-center gap-2">
+                  <span className="font-mono text-xs text-zinc-500 dark:text-zinc-400">{task.id.slice(0, 8)}</span>
+                  <PlainCallBadge task={task} />
+                </div>
               </td>
               <td className="hidden max-w-xs truncate px-4 py-3 text-zinc-600 md:table-cell dark:text-zinc-300" title={task.statusMessage ?? undefined}>
                 {task.statusMessage}

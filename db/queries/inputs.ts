@@ -81,13 +81,16 @@ export function clearTaskInputClientTaskId(id: string): void {
   getDb().update(taskInputs).set({ clientTaskId: null }).where(eq(taskInputs.id, id)).run();
 }
 
-/** Open questions of the tasks a session started: what a fresh GET stream of that session is sent. */
+/**
+ * Open questions of the tasks a session started as tasks: what a fresh GET stream of that session is
+ * sent (a plain call's questions go on that call's own stream).
+ */
 export function listPendingTaskInputsBySessionId(sessionId: string): TaskInputRow[] {
   return getDb()
     .select({ input: taskInputs })
     .from(taskInputs)
     .innerJoin(tasks, eq(tasks.id, taskInputs.taskId))
-    .where(and(eq(tasks.sessionId, sessionId), eq(taskInputs.status, 'pending')))
+    .where(and(eq(tasks.sessionId, sessionId), eq(tasks.invocation, 'task'), eq(taskInputs.status, 'pending')))
     .orderBy(asc(taskInputs.createdAt))
     .all()
     .map((row) => row.input);

@@ -64,10 +64,11 @@ export function endMcpSession(id: string, userId: string): boolean {
 }
 
 /**
- * Queues a message for a live session's GET stream; the returned id is its SSE event id. Returns
- * undefined when the session has ended or does not exist.
+ * Queues a message for one of a live session's streams (null: its GET stream); the returned id is its
+ * SSE event id, unique across all of the session's streams. Returns undefined when the session has
+ * ended or does not exist.
  */
-export function appendSessionMessage(sessionId: string, message: Record<string, unknown>): number | undefined {
+export function appendSessionMessage(sessionId: string, message: Record<string, unknown>, stream: string | null = null): number | undefined {
   return getDb().transaction((tx) => {
     const live = tx
       .select({ id: mcpSessions.id })
@@ -77,30 +78,80 @@ export function appendSessionMessage(sessionId: string, message: Record<string, 
     if (!live) return undefined;
     return tx
       .insert(sessionMessages)
-      .values({ sessionId, message, createdAt: Date.now() })
+      .values({ sessionId, stream, message, createdAt: Date.now() })
       .returning({ id: sessionMessages.id })
       .all()[0].id;
   });
 }
 
-/** The id of the session's newest message, or 0: where a fresh GET stream starts. */
+/** The id of the newest message on the session's GET stream, or 0: where a fresh GET stream starts. */
 export function getLastSessionMessageId(sessionId: string): number {
   const row = getDb()
     .select({ id: max(sessionMessages.id) })
     .from(sessionMessages)
-    .where(eq(sessionMessages.sessionId, sessionId))
+    .where(and(eq(sessionMessages.sessionId, sessionId), isNull(sessionMessages.stream)))
     .get();
   return row?.id ?? 0;
 }
 
-export function listSessionMessagesAfter(sessionId: string, afterId: number, limit: number) {
+/** Which stream of this session an event id belongs to; undefined for an id this session never sent (or forgot). */
+export function getSessionMessageStream(sessionId: string, id: number): { stream: string | null } | undefined {
+  return getDb()
+    .select({ stream: sessionMessages.stream })
+    .from(sessionMessages)
+    .where(and(eq(sessionMessages.id, id), eq(sessionMessages.sessionId, sessionId)))
+    .get();
+}
+
+export function listSessionMessagesAfter(sessionId: string, afterId: number, limit: number, stream: string | null = null) {
   return getDb()
     .select({ id: sessionMessages.id, message: sessionMessages.message })
     .from(sessionMessages)
-    .where(and(eq(sessionMessages.sessionId, sessionId), gt(sessionMessages.id, afterId)))
+    .where(
+      and(
+        eq(sessionMessages.sessionId, sessionId),
+        stream === null ? isNull(sessionMessages.stream) : eq(sessionMessages.stream, stream),
+        gt(sessionMessages.id, afterId),
+      ),
+    )
     .orderBy(asc(sessionMessages.id))
     .limit(limit)
     .all();
+}
+
+/** Whether a response stream has ended: sent its response (its last message), or ended without one. */
+export function hasSessionStreamEnded(sessionId: string, stream: string): boolean {
+  const row = getDb()
+    .select({ id: sessionMessages.id })
+    .from(sessionMessages)
+    .where(
+      and(
+        eq(sessionMessages.sessionId, sessionId),
+        eq(sessionMessages.stream, stream),
+        sql`json_extract(${sessionMessages.message}, '$.method') IS NULL`,
+        sql`(json_extract(${sessionMessages.message}, '$.jsonrpc') IS NOT NULL OR json_extract(${sessionMessages.message}, '$.end') IS NOT NULL)`,
+      ),
+    )
+    .get();
+  return row !== undefined;
+}
+
+/** The ids of the requests sent on a session's GET stream whose id starts with `prefix`. */
+export function listSessionRequestIdsWithPrefix(sessionId: string, prefix: string): string[] {
+  const requestId = sql<string>`json_extract(${sessionMessages.message}, '$.id')`;
+  return getDb()
+    .select({ requestId })
+    .from(sessionMessages)
+    .where(
+      and(
+        eq(sessionMessages.sessionId, sessionId),
+        isNull(sessionMessages.stream),
+        sql`json_extract(${sessionMessages.message}, '$.method') IS NOT NULL`,
+        sql`substr(${requestId}, 1, ${prefix.length}) = ${prefix}`,
+      ),
+    )
+    .all()
+    .map((row) => row.requestId);
 }
 
 export function deleteSessionMessagesOlderThan(cutoff: number): number {

@@ -34,6 +34,15 @@ export function getTaskByIdForUser(id: string, userId: string): TaskRow | undefi
   return selectTaskByIdForUser().get({ id, userId });
 }
 
+/** The task a plain tools/call of this session started, found by the call's JSON-RPC id. */
+export function getCallTaskByRequestId(sessionId: string, requestId: string | number, userId: string): TaskRow | undefined {
+  return getDb()
+    .select()
+    .from(tasks)
+    .where(and(eq(tasks.sessionId, sessionId), eq(tasks.callRequestId, requestId), eq(tasks.userId, userId), eq(tasks.invocation, 'call')))
+    .get();
+}
+
 export function getTaskById(id: string): TaskRow | undefined {
   return selectTaskById().get({ id });
 }

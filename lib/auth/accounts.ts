@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { createUser, getUserByEmail, setUserPasswordHash, type User } from '@/db/queries/users';
+import { createUser, getUserByEmail, incrementUserSessionGeneration, setUserPasswordHash, type User } from '@/db/queries/users';
 import { hashPassword, passwordRules } from './password';
 
 export const emailSchema = z.email('Enter a valid email address.').max(254).transform((email) => email.trim().toLowerCase());
@@ -30,7 +30,7 @@ export async function registerUser(input: { email: unknown; password: unknown; n
   }
 }
 
-/** Sets (or replaces) a user's password; used by `npm run user:password`. */
+/** Sets (or replaces) a user's password, ending every session signed in with the old one; used by `npm run user:password`. */
 export async function setPassword(emailInput: string, passwordInput: string): Promise<{ ok: true } | { ok: false; message: string }> {
   const email = emailSchema.safeParse(emailInput);
   if (!email.success) return { ok: false, message: email.error.issues[0].message };
@@ -40,4 +40,9 @@ export async function setPassword(emailInput: string, passwordInput: string): Pr
   if (!user) return { ok: false, message: `No user with email ${email.data}. Create one with token:create or sign up.` };
   setUserPasswordHash(user.id, await hashPassword(password.data));
   return { ok: true };
+}
+
+/** "Sign out everywhere": every session of the user, on every browser, ends at its next request. */
+export function endAllSessions(userId: string): void {
+  incrementUserSessionGeneration(userId);
 }

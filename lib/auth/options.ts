@@ -1,19 +1,127 @@
-import type { NextAuthOptions } from 'next-auth';
+import type { Account, NextAuthOptions, Profile } from 'next-auth';
 import CredentialsProvider from 'next-auth/providers/credentials';
-import GitHubProvider from 'next-auth/providers/github';
+import GitHubProvider, { type GithubEmail, type GithubProfile } from 'next-auth/providers/github';
 import GoogleProvider from 'next-auth/providers/google';
-import { createUser, getUserByEmail } from '@/db/queries/users';
+import {
+  createUserWithLinkedAccount,
+  getLinkedAccountByProviderAccountId,
+  getUserByEmail,
+  getUserById,
+  insertLinkedAccount,
+  upgradeUserPasswordHash,
+} from '@/db/queries/users';
+import { getEnv } from '@/lib/env';
+import { defaultCallbackPath, safeCallbackPath } from './callback-url';
 import { getServerSecret } from './secret';
-import { verifyPassword } from './password';
+import { burnDummyHash, hashPassword, needsRehash, passwordRules, verifyPassword } from './password';
+import { getCurrentUser } from './session';
+import { forgetSignInAttempts } from './throttle';
 
-const globalForAuth = globalThis as unknown as { __mcpTaskServerAuthOptions?: NextAuthOptions };
+/** Why an OAuth sign-in was refused; the sign-in page explains each (`?error=`). */
+export type OAuthRefusal = 'OAuthEmailNotVerified' | 'OAuthAccountLinkedElsewhere' | 'SignupClosed';
+
+/** What a provider told us about the person, reduced to what joining an account depends on. */
+export type OAuthIdentity = {
+  provider: string;
+  providerAccountId: string;
+  email: string | null;
+  emailVerified: boolean;
+  name: string | null;
+};
+
+type GithubProfileWithEmails = GithubProfile & { verifiedPrimaryEmail?: string | null };
+
+/**
+ * Which user an OAuth sign-in is, creating or joining accounts as needed. A provider account already
+ * linked signs in as its user. Otherwise it is linked to the person signed in right now, or to the
+ * account with the same email, but only when the provider vouches for that email: an unverified one
+ * could belong to anyone. New accounts are made only while sign-up is open.
+ */
+export function resolveOAuthSignIn(
+  identity: OAuthIdentity,
+  context: { signedInUserId: string | null; allowSignup: boolean },
+): { ok: true; userId: string } | { ok: false; refusal: OAuthRefusal } {
+  const linked = getLinkedAccountByProviderAccountId(identity.provider, identity.providerAccountId);
+  if (linked) {
+    if (context.signedInUserId && context.signedInUserId !== linked.userId) return { ok: false, refusal: 'OAuthAccountLinkedElsewhere' };
+    return { ok: true, userId: linked.userId };
+  }
+  const link = (userId: string) => {
+    insertLinkedAccount({ provider: identity.provider, providerAccountId: identity.providerAccountId, userId });
+    return { ok: true as const, userId };
+  };
+  if (context.signedInUserId) return link(context.signedInUserId);
+  if (!identity.email || !identity.emailVerified) return { ok: false, refusal: 'OAuthEmailNotVerified' };
+  const email = identity.email.trim().toLowerCase();
+  const existing = getUserByEmail(email);
+  if (existing) return link(existing.id);
+  if (!context.allowSignup) return { ok: false, refusal: 'SignupClosed' };
+  const created = createUserWithLinkedAccount({
+    email,
+    name: identity.name,
+    provider: identity.provider,
+    providerAccountId: identity.providerAccountId,
+  });
+  return { ok: true, userId: created.id };
+}
+
+/** Reads the provider's own word on the email: GitHub's verified primary address, Google's `email_verified`. */
+export function oauthIdentity(account: Account, profile: Profile | undefined, fallbackName?: string | null): OAuthIdentity {
+  const base = { provider: account.provider, providerAccountId: String(account.providerAccountId), name: fallbackName ?? profile?.name ?? null };
+  if (account.provider === 'github') {
+    const email = (profile as GithubProfileWithEmails | undefined)?.verifiedPrimaryEmail ?? null;
+    return { ...base, email, emailVerified: Boolean(email) };
+  }
+  if (account.provider === 'google') {
+    const google = profile as { email?: unknown; email_verified?: unknown } | undefined;
+    const email = typeof google?.email === 'string' ? google.email : null;
+    return { ...base, email, emailVerified: google?.email_verified === true };
+  }
+  return { ...base, email: profile?.email ?? null, emailVerified: false };
+}
+
+/**
+ * GitHub's profile email is whatever the person typed on their profile; only `/user/emails` says which
+ * address is primary and verified, so the profile is read with that list.
+ */
+function githubProvider(clientId: string, clientSecret: string) {
+  return GitHubProvider({
+    clientId,
+    clientSecret,
+    userinfo: {
+      url: 'https://api.github.com/user',
+      async request({ client, tokens }) {
+        const profile = (await client.userinfo(tokens.access_token!)) as unknown as GithubProfileWithEmails;
+        const response = await fetch('https://api.github.com/user/emails', {
+          headers: { Authorization: `token ${tokens.access_token}`, Accept: 'application/vnd.github+json' },
+        });
+        const emails: GithubEmail[] = response.ok ? await response.json() : [];
+        profile.verifiedPrimaryEmail = emails.find((entry) => entry.primary && entry.verified)?.email ?? null;
+        return profile as never;
+      },
+    },
+    profile(profile: GithubProfileWithEmails) {
+      return {
+        id: String(profile.id),
+        name: profile.name ?? profile.login,
+        email: profile.verifiedPrimaryEmail ?? null,
+        image: profile.avatar_url,
+      };
+    },
+  });
+}
+
+type AuthDependencies = {
+  /** The user signed in on this browser right now, if any: an OAuth sign-in then links to them. */
+  signedInUserId(): Promise<string | null>;
+};
 
 /**
  * NextAuth: email and password against the users table, plus GitHub and Google when their credentials
- * are configured. Sessions are signed JWTs whose `uid` is our user id.
+ * are configured. Sessions are signed JWTs carrying our user id (`uid`) and the user's session
+ * generation (`gen`), which the session callback compares on every read so that sessions can be ended.
  */
-export function getAuthOptions(): NextAuthOptions {
-  if (globalForAuth.__mcpTaskServerAuthOptions) return globalForAuth.__mcpTaskServerAuthOptions;
+export function buildAuthOptions(dependencies: AuthDependencies): NextAuthOptions {
   const providers: NextAuthOptions['providers'] = [
     CredentialsProvider({
       name: 'Email and password',
@@ -21,46 +129,71 @@ export function getAuthOptions(): NextAuthOptions {
       async authorize(credentials) {
         const email = credentials?.email?.trim().toLowerCase();
         const password = credentials?.password;
-        if (!email || !password) return null;
+        // Refused before any hashing, so an over-long password costs the server nothing.
+        if (!email || !password || email.length > 254 || password.length > passwordRules.maxLength) return null;
         const user = getUserByEmail(email);
-        if (!user || !(await verifyPassword(password, user.passwordHash))) return null;
+        if (!user) {
+          await burnDummyHash(password);
+          return null;
+        }
+        if (!(await verifyPassword(password, user.passwordHash))) return null;
+        if (needsRehash(user.passwordHash)) upgradeUserPasswordHash(user.id, user.passwordHash!, await hashPassword(password));
+        await forgetSignInAttempts(email);
         return { id: user.id, email: user.email, name: user.name };
       },
     }),
   ];
-  if (process.env.GITHUB_ID && process.env.GITHUB_SECRET) {
-    providers.push(GitHubProvider({ clientId: process.env.GITHUB_ID, clientSecret: process.env.GITHUB_SECRET }));
-  }
+  if (process.env.GITHUB_ID && process.env.GITHUB_SECRET) providers.push(githubProvider(process.env.GITHUB_ID, process.env.GITHUB_SECRET));
   if (process.env.GOOGLE_CLIENT_ID && process.env.GOOGLE_CLIENT_SECRET) {
     providers.push(GoogleProvider({ clientId: process.env.GOOGLE_CLIENT_ID, clientSecret: process.env.GOOGLE_CLIENT_SECRET }));
   }
-  const options: NextAuthOptions = {
+  return {
     providers,
     secret: getServerSecret(),
     session: { strategy: 'jwt', maxAge: 30 * 24 * 60 * 60 },
     pages: { signIn: '/signin', error: '/signin' },
     callbacks: {
-      async signIn({ user, account }) {
-        if (account?.provider === 'credentials') return true;
-        // An OAuth sign-in joins the account with the same (provider-verified) email, or creates one.
-        return Boolean(user.email);
+      async signIn({ user, account, profile }) {
+        if (!account || account.provider === 'credentials') return true;
+        const decision = resolveOAuthSignIn(oauthIdentity(account, profile, user.name), {
+          signedInUserId: await dependencies.signedInUserId(),
+          allowSignup: getEnv().allowSignup,
+        });
+        return decision.ok ? true : `/signin?error=${decision.refusal}`;
       },
       async jwt({ token, user, account }) {
         if (user && account) {
-          const email = user.email!.toLowerCase();
-          const local = account.provider === 'credentials' ? { id: user.id } : (getUserByEmail(email) ?? createUser({ email, name: user.name }));
+          const userId =
+            account.provider === 'credentials' ? user.id : getLinkedAccountByProviderAccountId(account.provider, String(account.providerAccountId))?.userId;
+          const local = userId ? getUserById(userId) : undefined;
+          if (!local) throw new Error('The signed-in account no longer exists.');
           token.uid = local.id;
+          token.gen = local.sessionGeneration;
         }
         return token;
       },
+      /**
+       * Every session read (pages, actions, NextAuth's own /api/auth/session) passes here: a token signed
+       * before the user's current session generation, or for a deleted user, is a session without a user.
+       */
       async session({ session, token }) {
-        if (session.user && typeof token.uid === 'string') (session.user as { id?: string }).id = token.uid;
-        return session;
+        const user = typeof token.uid === 'string' ? getUserById(token.uid) : undefined;
+        const generation = typeof token.gen === 'number' ? token.gen : 0;
+        if (!user || user.sessionGeneration !== generation) return { expires: session.expires };
+        return { ...session, user: { ...session.user, id: user.id } };
+      },
+      async redirect({ url, baseUrl }) {
+        return new URL(safeCallbackPath(url, baseUrl, defaultCallbackPath), baseUrl).toString();
       },
     },
   };
-  globalForAuth.__mcpTaskServerAuthOptions = options;
-  return options;
+}
+
+const globalForAuth = globalThis as unknown as { __mcpTaskServerAuthOptions?: NextAuthOptions };
+
+export function getAuthOptions(): NextAuthOptions {
+  globalForAuth.__mcpTaskServerAuthOptions ??= buildAuthOptions({ signedInUserId: async () => (await getCurrentUser())?.id ?? null });
+  return globalForAuth.__mcpTaskServerAuthOptions;
 }
 
 /** The providers other than email and password, for the sign-in page's buttons. */

@@ -25,7 +25,8 @@ function readOrCreateSecretFile(file: string): string {
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
-  fs.mkdirSync(path.dirname(file), { recursive: true });
+  // Only the server's own user may read the secret: it signs every session.
+  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   const created = randomBytes(32).toString('hex');
   try {
     fs.writeFileSync(file, created, { mode: 0o600, flag: 'wx' });

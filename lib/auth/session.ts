@@ -4,7 +4,11 @@ import { redirect } from 'next/navigation';
 import { getUserById, type User } from '@/db/queries/users';
 import { getAuthOptions } from './options';
 
-/** The signed-in user, or null. Checks that the user still exists, not only that the cookie is valid. */
+/**
+ * The signed-in user, or null. A session signed before the user's current session generation (raised by
+ * a password change or "Sign out everywhere") has no user, although its cookie is still validly signed:
+ * the session callback in ./options decides that on every read.
+ */
 export async function getCurrentUser(): Promise<User | null> {
   const session = await getServerSession(getAuthOptions());
   const id = (session?.user as { id?: string } | undefined)?.id;

@@ -4,14 +4,17 @@ import type { ClientRequests } from './client-requests';
 
 const maxFailures = 5;
 const minPollMs = 250;
+/** tasks/result blocks until the client's task ends: wait as long as the task may live. */
+const resultTimeoutMs = (ttl: unknown) => Math.max(30_000, typeof ttl === 'number' ? ttl : 0);
 
 /** The answeredVia of an answer fetched from the client's own task. */
 export const clientTaskVia = (clientTaskId: string) => `client-task:${clientTaskId}`;
 
 /**
  * A client took our question as a task of its own: we are now its requestor. Polls its tasks/get at the
- * pollInterval it suggests and, once it completes, fetches the answer with tasks/result. Stops when the
- * question is closed some other way (the withdrawal also cancels the client's task).
+ * pollInterval it suggests and, once it completes or waits for input, fetches the answer with
+ * tasks/result. Stops when the question is closed some other way (the withdrawal also cancels the
+ * client's task).
  */
 export async function followClientTask(options: {
   engine: TaskEngine;
@@ -35,8 +38,10 @@ export async function followClientTask(options: {
       const task = await requests.send(sessionId, 'tasks/get', { taskId: clientTaskId });
       failures = 0;
       if (typeof task.pollInterval === 'number') interval = pace(task.pollInterval);
-      if (task.status === 'completed') {
-        const result = await requests.send(sessionId, 'tasks/result', { taskId: clientTaskId });
+      // A requestor SHOULD call tasks/result as soon as the task needs input: the client may need that
+      // stream to ask its own questions, and the call blocks until the task is done.
+      if (task.status === 'completed' || task.status === 'input_required') {
+        const result = await requests.send(sessionId, 'tasks/result', { taskId: clientTaskId }, resultTimeoutMs(task.ttl));
         const outcome = engine.inputs.answer(inputId, options.userId, result, 'client', options.label, clientTaskVia(clientTaskId));
         if (!outcome.ok && outcome.reason === 'invalid') engine.inputs.forgetClientTask(inputId);
         return;

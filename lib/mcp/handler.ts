@@ -13,7 +13,7 @@ import {
   requireJsonContentType,
   rpcErrorBody,
 } from './http';
-import { dispatch, serverCapabilities, type RequestContext } from './methods';
+import { dispatch, followCallTask, serverCapabilities, type RequestContext } from './methods';
 import {
   batchProtocolVersion,
   classifyMessage,
@@ -30,10 +30,10 @@ import {
   type JsonRpcResponse,
 } from './schema';
 import { followClientTask } from './client-task-poller';
-import { clientLabel, parseInputRequestId } from './input-requests';
+import { canCancelTasks, clientLabel, parseInputRequestId } from './input-requests';
 import { getRateLimits } from './rate-limit';
-import { SseStream } from './sse';
-import type { SessionStreams } from './session-streams';
+import type { SseStream } from './sse';
+import { taskIdOfCallStream, type SessionStreams } from './session-streams';
 
 export interface McpContext {
   engine: TaskEngine;
@@ -42,6 +42,11 @@ export interface McpContext {
   allowedOrigins: string[];
   maxBodyBytes: number;
   serverVersion: string;
+  /**
+   * The longest a plain call's stream stays silent: notifications/progress when the client gave a
+   * progressToken (client timeouts that reset on progress must not fire), an SSE comment otherwise.
+   */
+  heartbeatMs: number;
 }
 
 const sessionHeader = 'mcp-session-id';
@@ -50,13 +55,27 @@ const tokenRecheckMs = 5000;
 /** How often a session's last use is written: idle expiry needs minutes, not milliseconds. */
 const sessionTouchMs = 60_000;
 
-/** Requests in flight, so that notifications/cancelled, DELETE and shutdown can stop them. */
-const globalForRequests = globalThis as unknown as { __mcpTaskServerInFlight?: Map<string, AbortController> };
+/**
+ * Requests in flight, so that notifications/cancelled, DELETE and shutdown can stop them; and the one
+ * reason a shutdown gives, told apart by identity (each route bundle may hold its own copy of this module).
+ */
+const globalForRequests = globalThis as unknown as { __mcpTaskServerInFlight?: Map<string, AbortController>; __mcpTaskServerShutdown?: DOMException };
 const inFlight = (globalForRequests.__mcpTaskServerInFlight ??= new Map());
+const shuttingDown = (globalForRequests.__mcpTaskServerShutdown ??= new DOMException('The server is shutting down', 'AbortError'));
 
 /** Stops every request in flight (the process is shutting down). */
 export function abortRequestsInFlight(): void {
-  for (const controller of inFlight.values()) controller.abort(new DOMException('The server is shutting down', 'AbortError'));
+  for (const controller of inFlight.values()) controller.abort(shuttingDown);
+}
+
+/**
+ * What a response stream's request leaves behind once done: its response; the end of the stream when
+ * the client cancelled it; or nothing when the server is stopping, so that a plain call's stream can be
+ * resumed (and followed again) after the restart.
+ */
+function finishResponseStream(ctx: McpContext, sessionId: string, streamKey: string, signal: AbortSignal, final: Record<string, unknown>): void {
+  if (signal.reason === shuttingDown) return;
+  ctx.streams.endResponse(sessionId, streamKey, signal.aborted ? undefined : final);
 }
 const inFlightKey = (sessionId: string, id: string | number) => `${sessionId}\u0000${typeof id}:${id}`;
 
@@ -157,11 +176,11 @@ async function handlePost(request: Request, ctx: McpContext, caller: Caller): Pr
   }
   const session = requireSession(request, caller.userId);
   if (incoming.kind === 'notification') {
-    receiveNotification(incoming.message, session);
+    receiveNotification(incoming.message, ctx, session);
     return new Response(null, { status: 202 });
   }
   if (incoming.kind === 'response') return receiveResponse(incoming.message, ctx, session, caller);
-  return respond(request, incoming.message, ctx, session, caller);
+  return respond(incoming.message, ctx, session, caller);
 }
 
 /**
@@ -193,7 +212,7 @@ function receiveResponse(message: JsonRpcResponse, ctx: McpContext, session: Mcp
         pollIntervalMs: typeof clientTask.pollInterval === 'number' ? clientTask.pollInterval : undefined,
         label,
       }).catch((error: unknown) => console.error(`Following the client's task ${JSON.stringify(clientTask.taskId)} failed`, error));
-    } else {
+    } else if (canCancelTasks(session)) {
       // Answered already, or another copy became the client's task first: this one is not needed.
       ctx.streams.clientRequests.send(session.id, 'tasks/cancel', { taskId: clientTask.taskId }).catch(() => {});
     }
@@ -206,11 +225,16 @@ function receiveResponse(message: JsonRpcResponse, ctx: McpContext, session: Mcp
   return new Response(null, { status: 202 });
 }
 
-function receiveNotification(message: JsonRpcNotification, session: McpSession): void {
+/**
+ * Cancelling a plain tools/call cancels the task it started, even after the client dropped the call's
+ * stream; the call itself is stopped first, so that it sends no response.
+ */
+function receiveNotification(message: JsonRpcNotification, ctx: McpContext, session: McpSession): void {
   if (message.method !== 'notifications/cancelled') return;
   const requestId = message.params?.requestId;
   if (typeof requestId === 'string' || typeof requestId === 'number') {
     inFlight.get(inFlightKey(session.id, requestId))?.abort(new DOMException('Cancelled by the client', 'AbortError'));
+    ctx.engine.cancelCallTask(session.id, requestId, session.userId);
   }
 }
 
@@ -235,7 +259,7 @@ async function handleBatch(request: Request, messages: unknown[], ctx: McpContex
       } catch (error) {
         return rpcErrorBody(null, toErrorObject(error, 'batch'));
       }
-      if (incoming.kind === 'notification') receiveNotification(incoming.message, session);
+      if (incoming.kind === 'notification') receiveNotification(incoming.message, ctx, session);
       if (incoming.kind !== 'request') return null;
       if (incoming.message.method === 'initialize') {
         return rpcErrorBody(incoming.message.id, { code: ErrorCode.InvalidRequest, message: 'Invalid Request: initialize must not be part of a batch' });
@@ -245,9 +269,12 @@ async function handleBatch(request: Request, messages: unknown[], ctx: McpContex
         engine: ctx.engine,
         session,
         userId: caller.userId,
+        requestId: id,
         signal: request.signal,
+        heartbeatMs: ctx.heartbeatMs,
         send: () => {},
         openStream: () => {},
+        isStreamRead: () => false,
       };
       try {
         return { jsonrpc: '2.0', id, result: await dispatch(method, params, requestContext) };
@@ -288,7 +315,8 @@ function initialize(message: JsonRpcRequest, ctx: McpContext, userId: string): R
         capabilities: serverCapabilities(protocolVersion),
         serverInfo: { name: 'mcp-task-server', title: 'MCP Task Server', version: ctx.serverVersion },
         instructions:
-          'Long-running tools run as tasks: call them with "task": {}, poll tasks/get, and fetch the outcome with tasks/result.',
+          'Long-running tools run as tasks: call them with "task": {}, poll tasks/get, and fetch the outcome with tasks/result. ' +
+          'A plain call works too: it waits for the result, streaming progress and questions, and its task shows in the dashboard.',
       },
     },
     200,
@@ -298,11 +326,11 @@ function initialize(message: JsonRpcRequest, ctx: McpContext, userId: string): R
 
 /**
  * Answers one request: as JSON when the result is all there is, or as an SSE stream once the method
- * must send messages first or wait long (then the result is the stream's last event). A request the
- * client cancels gets no response at all.
+ * must send messages first or wait long (then the result is the stream's last event). The stream's
+ * events have ids and go through the session's outbox, so a client that loses the stream resumes it
+ * with Last-Event-ID; losing it cancels nothing. A request the client cancels gets no response at all.
  */
 async function respond(
-  request: Request,
   message: JsonRpcRequest,
   ctx: McpContext,
   session: McpSession,
@@ -312,26 +340,32 @@ async function respond(
   const key = inFlightKey(session.id, message.id);
   inFlight.set(key, cancel);
   let stream: SseStream | undefined;
+  let streamKey = '';
   let markStreamed = () => {};
   const streamed = new Promise<'streamed'>((resolve) => (markStreamed = () => resolve('streamed')));
-  const openStream = () => {
+  const openStream = (resumableAs?: string) => {
     if (!stream) {
-      stream = new SseStream();
-      stream.signal.addEventListener('abort', () => cancel.abort(new DOMException('The client closed the stream', 'AbortError')), { once: true });
+      streamKey = resumableAs ?? `post:${crypto.randomUUID()}`;
+      stream = ctx.streams.openResponse(session, streamKey);
       closeWhenTokenRevoked(stream, caller.tokenId);
       markStreamed();
     }
-    return stream;
   };
   // Without a response to send, the HTTP exchange still has to end: as an empty, closed stream.
-  cancel.signal.addEventListener('abort', openStream, { once: true });
+  cancel.signal.addEventListener('abort', () => openStream(), { once: true });
   const requestContext: RequestContext = {
     engine: ctx.engine,
     session,
     userId: caller.userId,
-    signal: AbortSignal.any([cancel.signal, request.signal]),
-    send: (outgoing) => openStream().send(outgoing),
-    openStream: () => void openStream(),
+    requestId: message.id,
+    signal: cancel.signal,
+    heartbeatMs: ctx.heartbeatMs,
+    send: (outgoing) => {
+      openStream();
+      ctx.streams.sendOnResponse(session.id, streamKey, outgoing);
+    },
+    openStream,
+    isStreamRead: () => stream !== undefined && ctx.streams.isResponseRead(streamKey),
   };
 
   const reply = (async () => {
@@ -346,12 +380,8 @@ async function respond(
 
   const first = await Promise.race([reply, streamed]);
   if (first !== 'streamed') return jsonResponse(first);
-  const sse = stream!;
-  void reply.then((final) => {
-    if (!cancel.signal.aborted) sse.send(final);
-    sse.close();
-  });
-  return sse.response();
+  void reply.then((final) => finishResponseStream(ctx, session.id, streamKey, cancel.signal, final));
+  return stream!.response();
 }
 
 /** Long-lived streams re-check their token, so that revoking it cuts them off too. */
@@ -373,14 +403,70 @@ function toErrorObject(error: unknown, method: string): JsonRpcErrorObject {
   return { code: ErrorCode.InternalError, message: `Internal error while handling ${method}` };
 }
 
+/**
+ * The session's GET stream, or, when Last-Event-ID names an event of a POST response stream, the rest
+ * of that stream: what it missed, then what comes, ending with the response.
+ */
 function handleGet(request: Request, ctx: McpContext, caller: Caller): Response {
   if (!accepts(request, 'text/event-stream')) {
     throw new HttpError(406, ErrorCode.InvalidRequest, 'Not Acceptable: the Accept header must include text/event-stream');
   }
   const session = requireSession(request, caller.userId);
-  const stream = ctx.streams.open(session, request.headers.get('last-event-id'));
+  const target = ctx.streams.resumeTarget(session.id, request.headers.get('last-event-id'));
+  let stream: SseStream;
+  if (target.kind === 'session') {
+    stream = ctx.streams.open(session, target.cursor);
+  } else {
+    stream = ctx.streams.readResponse(session.id, target.key, target.cursor);
+    const callTaskId = taskIdOfCallStream(target.key);
+    if (!target.live && !target.ended) {
+      // Nothing in this process answers the stream any more (the server restarted): a plain call's
+      // task is followed again; any other request is gone, and its stream ends.
+      if (callTaskId) resumeCall(ctx, session, caller.userId, callTaskId, target.key);
+      else stream.close();
+    }
+  }
   closeWhenTokenRevoked(stream, caller.tokenId);
   return stream.response();
+}
+
+/** Follows a plain call's task again on its stream, for the client resuming it after a restart. */
+function resumeCall(ctx: McpContext, session: McpSession, userId: string, taskId: string, streamKey: string): void {
+  let task;
+  try {
+    task = ctx.engine.getTask(taskId, userId);
+  } catch {
+    task = undefined;
+  }
+  if (!task || task.callRequestId === null) {
+    ctx.streams.endResponse(session.id, streamKey);
+    return;
+  }
+  const requestId = task.callRequestId;
+  const cancel = new AbortController();
+  const key = inFlightKey(session.id, requestId);
+  inFlight.set(key, cancel);
+  ctx.streams.reviveResponse(streamKey);
+  const requestContext: RequestContext = {
+    engine: ctx.engine,
+    session,
+    userId,
+    requestId,
+    signal: cancel.signal,
+    heartbeatMs: ctx.heartbeatMs,
+    send: (outgoing) => ctx.streams.sendOnResponse(session.id, streamKey, outgoing),
+    openStream: () => {},
+    isStreamRead: () => ctx.streams.isResponseRead(streamKey),
+  };
+  void followCallTask(requestContext, taskId, task.progressToken ?? undefined)
+    .then(
+      (result) => ({ jsonrpc: '2.0', id: requestId, result }),
+      (error: unknown) => rpcErrorBody(requestId, toErrorObject(error, 'tools/call')),
+    )
+    .then((final) => {
+      inFlight.delete(key);
+      finishResponseStream(ctx, session.id, streamKey, cancel.signal, final);
+    });
 }
 
 function handleDelete(request: Request, ctx: McpContext, userId: string): Response {

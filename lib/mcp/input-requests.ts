@@ -3,13 +3,12 @@ import type { TaskInputRow } from '@/lib/tasks/inputs';
 import { relatedTaskMeta } from './task-messages';
 
 /**
- * Server-to-client requests for a task's questions. Each copy of a question (one on the session's GET
- * stream, one on each tasks/result stream) has its own JSON-RPC id, `input:<inputId>:<copy>`, so the
- * answer names the question it answers and every other copy can be withdrawn.
+ * Server-to-client requests for a task's questions. Each copy of a question (one on each fresh GET
+ * stream, one on each tasks/result or plain call stream) has its own JSON-RPC id, never used twice:
+ * `input:<inputId>:<copy>`, so the answer names the question it answers and every other copy can be
+ * withdrawn.
  */
 const idPattern = /^input:([0-9a-f-]{36}):([A-Za-z0-9_-]+)$/;
-
-export const getStreamCopy = 'g';
 
 /**
  * A client handles every request it receives, so a session is sent one copy of each question at a
@@ -20,11 +19,11 @@ const globalForCopies = globalThis as unknown as {
   __mcpTaskServerQuestionCopies?: { carriers: Map<string, number>; onGetStream: Set<string> };
 };
 const copies = (globalForCopies.__mcpTaskServerQuestionCopies ??= { carriers: new Map(), onGetStream: new Set() });
-const carrierKey = (sessionId: string, id: string) => `${sessionId}\u0000${id}`;
+const copyKey = (sessionId: string, id: string) => `${sessionId}\u0000${id}`;
 
 /** Marks a tasks/result stream as carrying the task's questions to the session; returns the release. */
 export function carryQuestions(sessionId: string, taskId: string): () => void {
-  const key = carrierKey(sessionId, taskId);
+  const key = copyKey(sessionId, taskId);
   copies.carriers.set(key, (copies.carriers.get(key) ?? 0) + 1);
   let released = false;
   return () => {
@@ -37,17 +36,17 @@ export function carryQuestions(sessionId: string, taskId: string): () => void {
 }
 
 export function questionsCarried(sessionId: string, taskId: string): boolean {
-  return copies.carriers.has(carrierKey(sessionId, taskId));
+  return copies.carriers.has(copyKey(sessionId, taskId));
 }
 
-/** Records whether a question's copy went to an open GET stream (forgotten once it is settled). */
+/** Records whether a question's copy went to the session's open GET stream (forgotten once settled). */
 export function markSentOnGetStream(sessionId: string, inputId: string, sent: boolean): void {
-  if (sent) copies.onGetStream.add(carrierKey(sessionId, inputId));
-  else copies.onGetStream.delete(carrierKey(sessionId, inputId));
+  if (sent) copies.onGetStream.add(copyKey(sessionId, inputId));
+  else copies.onGetStream.delete(copyKey(sessionId, inputId));
 }
 
 export function sentOnGetStream(sessionId: string, inputId: string): boolean {
-  return copies.onGetStream.has(carrierKey(sessionId, inputId));
+  return copies.onGetStream.has(copyKey(sessionId, inputId));
 }
 
 export function inputRequestId(inputId: string, copy: string): string {
@@ -75,6 +74,11 @@ export function canReceive(session: Pick<McpSession, 'clientCapabilities'>, kind
   return Object.keys(elicitation).length === 0 || objectAt(elicitation, 'form') !== undefined;
 }
 
+/** Whether the client lets us cancel the tasks it runs for us (capabilities.tasks.cancel). */
+export function canCancelTasks(session: Pick<McpSession, 'clientCapabilities'>): boolean {
+  return objectAt(objectAt(session.clientCapabilities, 'tasks'), 'cancel') !== undefined;
+}
+
 /** Whether the client runs this kind of request as a task of its own (tasks.requests.*). */
 export function acceptsAsTask(session: Pick<McpSession, 'clientCapabilities'>, kind: TaskInputRow['kind']): boolean {
   const requests = objectAt(objectAt(session.clientCapabilities, 'tasks'), 'requests');
@@ -84,28 +88,46 @@ export function acceptsAsTask(session: Pick<McpSession, 'clientCapabilities'>, k
 }
 
 /**
+ * Whether a question's messages name the asking task (related-task _meta): yes for a client that
+ * started the task, no for a plain call's client, which knows no task (and an SDK that keeps task
+ * messages for the tasks it knows would hold its answer back instead of sending it).
+ */
+export type RelatedTask = 'named' | 'unnamed';
+
+/**
  * The request for one copy of a question. For a session whose client takes such requests as tasks of
  * its own, it is task-augmented, with a ttl that ends with the asking task.
  */
-export function requestFor(input: TaskInputRow, id: string, session: Pick<McpSession, 'clientCapabilities'>, taskExpiresAt: number) {
+export function requestFor(
+  input: TaskInputRow,
+  id: string,
+  session: Pick<McpSession, 'clientCapabilities'>,
+  taskExpiresAt: number,
+  relatedTask: RelatedTask = 'named',
+) {
   const asTask = acceptsAsTask(session, input.kind) ? { ttl: Math.max(1000, taskExpiresAt - Date.now()) } : undefined;
   const method = input.kind === 'sampling' ? 'sampling/createMessage' : 'elicitation/create';
   const requestMeta = (input.request._meta ?? {}) as Record<string, unknown>;
+  const meta = { ...requestMeta, ...(relatedTask === 'named' ? relatedTaskMeta(input.taskId) : {}) };
   return {
     jsonrpc: '2.0' as const,
     id,
     method,
-    params: { ...input.request, ...(asTask ? { task: asTask } : {}), _meta: { ...requestMeta, ...relatedTaskMeta(input.taskId) } },
+    params: { ...input.request, ...(asTask ? { task: asTask } : {}), ...(Object.keys(meta).length > 0 ? { _meta: meta } : {}) },
   };
 }
 
 /** Withdraws a copy that was not the one answered. */
-export function withdrawalFor(input: TaskInputRow, id: string) {
+export function withdrawalFor(input: TaskInputRow, id: string, relatedTask: RelatedTask = 'named') {
   const reason =
     input.status === 'withdrawn'
       ? 'The task ended before the question was answered'
       : `Answered ${input.answeredBy === 'dashboard' ? 'in the dashboard' : 'through another copy of this request'}`;
-  return { jsonrpc: '2.0' as const, method: 'notifications/cancelled', params: { requestId: id, reason, _meta: relatedTaskMeta(input.taskId) } };
+  return {
+    jsonrpc: '2.0' as const,
+    method: 'notifications/cancelled',
+    params: { requestId: id, reason, ...(relatedTask === 'named' ? { _meta: relatedTaskMeta(input.taskId) } : {}) },
+  };
 }
 
 export function clientLabel(session: Pick<McpSession, 'clientName' | 'clientVersion'>): string | null {

@@ -5,7 +5,7 @@ import { isTaskError, type TaskEngine, type TaskRow } from '@/lib/tasks/engine';
 import { isTerminal } from '@/lib/tasks/states';
 import { randomBytes } from 'node:crypto';
 import { ErrorCode, RpcError } from './errors';
-import { canReceive, carryQuestions, inputRequestId, requestFor, sentOnGetStream, withdrawalFor } from './input-requests';
+import { canReceive, carryQuestions, inputRequestId, requestFor, sentOnGetStream, withdrawalFor, type RelatedTask } from './input-requests';
 import {
   callToolParamsSchema,
   listParamsSchema,
@@ -13,6 +13,7 @@ import {
   taskIdParamsSchema,
   tasksProtocolVersion,
 } from './schema';
+import { callStreamKey } from './session-streams';
 import { modelImmediateResponseKey, taskErrorToRpc, taskResultPayload, toTask } from './task-messages';
 
 /** What a method handler gets besides its params. */
@@ -20,12 +21,21 @@ export interface RequestContext {
   engine: TaskEngine;
   session: McpSession;
   userId: string;
-  /** Aborts when the client cancels the request or goes away. */
+  /** The request's JSON-RPC id. */
+  requestId: string | number;
+  /** Aborts when the client cancels the request, the session ends or the server stops; not when the client goes away. */
   signal: AbortSignal;
+  /** See McpContext.heartbeatMs. */
+  heartbeatMs: number;
   /** Sends a message before the response; turns the response into an SSE stream. */
   send(message: Record<string, unknown>): void;
-  /** Turns the response into an SSE stream now, for a response that may take long. */
-  openStream(): void;
+  /**
+   * Turns the response into an SSE stream now, for a response that may take long; `resumableAs` names
+   * the stream when something else (a task) outlives the request.
+   */
+  openStream(resumableAs?: string): void;
+  /** Whether a client is reading the response stream now (it may have dropped it, to resume later). */
+  isStreamRead(): boolean;
 }
 
 type MethodHandler = (params: unknown, ctx: RequestContext) => Promise<Record<string, unknown>>;
@@ -52,20 +62,20 @@ async function callTool(rawParams: unknown, ctx: RequestContext): Promise<Record
   const progressToken = params._meta?.progressToken;
   const args = params.arguments ?? {};
   const asTask = params.task !== undefined;
+  const newTask = {
+    userId: ctx.userId,
+    sessionId: ctx.session.id,
+    client: { name: ctx.session.clientName, version: ctx.session.clientVersion },
+    tool,
+    args,
+    progressToken,
+  };
 
   if (asTask) {
     if (tool.taskSupport === 'forbidden') {
       throw new RpcError(ErrorCode.MethodNotFound, `Tool ${tool.name} does not support task-augmented calls; call it without "task"`);
     }
-    const row = createTaskOrRefuse(ctx, {
-      userId: ctx.userId,
-      sessionId: ctx.session.id,
-      client: { name: ctx.session.clientName, version: ctx.session.clientVersion },
-      tool,
-      args,
-      requestedTtlMs: params.task?.ttl,
-      progressToken,
-    });
+    const row = createTaskOrRefuse(ctx, { ...newTask, requestedTtlMs: params.task?.ttl });
     return {
       task: toTask(row),
       _meta: {
@@ -81,6 +91,14 @@ async function callTool(rawParams: unknown, ctx: RequestContext): Promise<Record
         ? `Tool ${tool.name} must be called as a task: add "task": {} to the tools/call params`
         : `Tool ${tool.name} requires tasks, which protocol version ${ctx.session.protocolVersion} does not have`,
     );
+  }
+
+  if (tool.taskSupport === 'optional') {
+    // A plain call of a tool that can run as a task still becomes one: durable, in the dashboard, able to
+    // ask questions, and unharmed by the client going away. The call answers with the task's result.
+    const row = createTaskOrRefuse(ctx, { ...newTask, callRequestId: ctx.requestId });
+    ctx.openStream(callStreamKey(row.id));
+    return followCallTask(ctx, row.id, progressToken);
   }
 
   const outcome = await executeTool(tool, args, {
@@ -102,8 +120,99 @@ async function callTool(rawParams: unknown, ctx: RequestContext): Promise<Record
 }
 
 /**
- * Carries a task's questions on one tasks/result stream: each open question once, and a withdrawal for
- * each copy sent here that was answered elsewhere.
+ * Carries the task of a plain call on the call's stream until it ends: its progress (with the client's
+ * progressToken, and a heartbeat when the tool is quiet), its questions, and then exactly what
+ * tasks/result would return.
+ */
+export async function followCallTask(ctx: RequestContext, taskId: string, progressToken: string | number | undefined): Promise<Record<string, unknown>> {
+  const questions = new QuestionRelay(ctx, taskId, 'unnamed');
+  const progress = progressToken !== undefined ? new ProgressRelay(ctx, progressToken) : undefined;
+  try {
+    const row = await ctx.engine.waitForTerminal(
+      taskId,
+      ctx.userId,
+      ctx.signal,
+      (task) => {
+        questions.sync(task);
+        progress?.sync(task);
+      },
+      progress && ((task) => progress.sync(task)),
+    );
+    questions.sync(row);
+    progress?.sync(row);
+    return taskResultPayload(row);
+  } catch (error) {
+    throw taskErrorToRpc(error, 'Failed to follow the task of this call');
+  } finally {
+    progress?.stop();
+  }
+}
+
+/**
+ * Forwards a task's progress to the client that asked for it with a progressToken, and keeps the call
+ * alive: when the tool has reported nothing for heartbeatMs, the last progress is repeated, nudged up
+ * (progress must increase with every notification) and worded with the task's status.
+ */
+class ProgressRelay {
+  private lastSent: number | undefined;
+  private latest: number | undefined;
+  private total: number | undefined;
+  private message: string | undefined;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(
+    private readonly ctx: RequestContext,
+    private readonly token: string | number,
+  ) {
+    this.schedule();
+  }
+
+  sync(task: TaskRow): void {
+    this.message = task.progressMessage ?? task.statusMessage ?? undefined;
+    // Reports arrive as they are made and the stored task can be a second behind: keep the newest.
+    if (task.progress === null || (this.latest !== undefined && task.progress < this.latest)) return;
+    this.latest = task.progress;
+    if (task.progressTotal !== null) this.total = task.progressTotal;
+    if (this.lastSent === undefined || task.progress > this.lastSent) {
+      // A client that dropped the stream catches up with the latest progress when it resumes.
+      if (this.ctx.isStreamRead()) this.notify(task.progress, task.progressMessage ?? undefined);
+    }
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+  }
+
+  private heartbeat(): void {
+    const ahead = this.latest !== undefined && (this.lastSent === undefined || this.latest > this.lastSent);
+    const progress = ahead ? this.latest! : this.lastSent === undefined ? 0 : this.lastSent + heartbeatStep(this.total);
+    if (this.ctx.isStreamRead()) this.notify(progress, this.message);
+    else this.schedule();
+  }
+
+  private notify(progress: number, message: string | undefined): void {
+    this.lastSent = progress;
+    this.ctx.send({
+      jsonrpc: '2.0',
+      method: 'notifications/progress',
+      params: { progressToken: this.token, progress, ...(this.total !== undefined ? { total: this.total } : {}), ...(message ? { message } : {}) },
+    });
+    this.schedule();
+  }
+
+  private schedule(): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.heartbeat(), this.ctx.heartbeatMs);
+    this.timer.unref?.();
+  }
+}
+
+/** Small enough never to pass the tool's own next report, large enough to be a different number. */
+const heartbeatStep = (total: number | undefined) => (total ?? 1) * 1e-6;
+
+/**
+ * Carries a task's questions on one tasks/result (or plain call) stream: each open question once, and
+ * a withdrawal for each copy sent here that was answered elsewhere.
  */
 class QuestionRelay {
   private readonly sent = new Map<string, string>();
@@ -112,6 +221,7 @@ class QuestionRelay {
   constructor(
     private readonly ctx: RequestContext,
     private readonly taskId: string,
+    private readonly relatedTask: RelatedTask,
   ) {}
 
   sync(task: TaskRow): void {
@@ -123,10 +233,10 @@ class QuestionRelay {
         if (sentId || input.clientTaskId || !canReceive(this.ctx.session, input.kind) || sentOnGetStream(this.ctx.session.id, input.id)) continue;
         const id = inputRequestId(input.id, randomBytes(6).toString('base64url'));
         this.sent.set(input.id, id);
-        this.ctx.send(requestFor(input, id, this.ctx.session, task.expiresAt));
+        this.ctx.send(requestFor(input, id, this.ctx.session, task.expiresAt, this.relatedTask));
       } else if (sentId && !input.clientTaskId && !this.withdrawn.has(input.id) && input.answeredVia !== sentId) {
         this.withdrawn.add(input.id);
-        this.ctx.send(withdrawalFor(input, sentId));
+        this.ctx.send(withdrawalFor(input, sentId, this.relatedTask));
       }
     }
   }
@@ -175,7 +285,7 @@ const methods: Record<string, { handler: MethodHandler; needsTasks?: boolean }> 
         let row = ctx.engine.getTask(taskId, ctx.userId);
         if (!isTerminal(row.status)) {
           ctx.openStream();
-          const relay = new QuestionRelay(ctx, taskId);
+          const relay = new QuestionRelay(ctx, taskId, 'named');
           const release = carryQuestions(ctx.session.id, taskId);
           try {
             row = await ctx.engine.waitForTerminal(taskId, ctx.userId, ctx.signal, (task) => relay.sync(task));

@@ -121,7 +121,7 @@ export const initializeParamsSchema = z.object({
 export const callToolParamsSchema = z.object({
   name: z.string().min(1),
   arguments: z.record(z.string(), z.unknown()).optional(),
-  task: z.object({ ttl: z.number().int().nonnegative().optional() }).loose().optional(),
+  task: z.object({ ttl: z.number().nonnegative().optional() }).loose().optional(),
   _meta: meta.and(z.object({ progressToken: progressToken.optional() })).optional(),
 });
 

@@ -1,14 +1,18 @@
+import { randomBytes } from 'node:crypto';
 import { getTaskById } from '@/db/queries/tasks';
 import type { TaskInputRow } from '@/lib/tasks/inputs';
 import { listPendingTaskInputsBySessionId } from '@/db/queries/inputs';
 import { ClientRequests } from './client-requests';
 import { clientTaskVia } from './client-task-poller';
-import { canReceive, getStreamCopy, inputRequestId, markSentOnGetStream, questionsCarried, requestFor, withdrawalFor } from './input-requests';
+import { canCancelTasks, canReceive, inputRequestId, markSentOnGetStream, questionsCarried, requestFor, sentOnGetStream, withdrawalFor } from './input-requests';
 import {
   appendSessionMessage,
   getMcpSessionById,
   getLastSessionMessageId,
+  getSessionMessageStream,
+  hasSessionStreamEnded,
   listSessionMessagesAfter,
+  listSessionRequestIdsWithPrefix,
 } from '@/db/queries/sessions';
 import type { McpSession } from '@/db/queries/sessions';
 import { topics, type BusEvent, type EventBus } from '@/lib/tasks/bus';
@@ -17,38 +21,140 @@ import { relatedTaskMeta, toTask } from './task-messages';
 import { SseStream } from './sse';
 
 const replayBatch = 100;
+/** An outbox row with no message: a priming event, which only gives the client an id to resume from. */
+const primingMessage = {};
+/** The end of a response stream whose request was cancelled: it has no response, and ends here. */
+const endWithoutResponse = { end: true };
+const isPriming = (message: Record<string, unknown>) => !('jsonrpc' in message) && !('end' in message);
+const isEnd = (message: Record<string, unknown>) => !('jsonrpc' in message) && 'end' in message;
+/** The response to the stream's request: the last message of a response stream. */
+const isResponse = (message: Record<string, unknown>) => 'jsonrpc' in message && !('method' in message);
+
+/** The key of the response stream of the plain tools/call that started a task. */
+export const callStreamKey = (taskId: string) => `call:${taskId}`;
+export const taskIdOfCallStream = (key: string) => (key.startsWith('call:') ? key.slice('call:'.length) : undefined);
+
+/** What a GET request with Last-Event-ID resumes: the session's GET stream, or one response stream. */
+export type ResumeTarget =
+  | { kind: 'session'; cursor: number | null }
+  | { kind: 'response'; key: string; cursor: number; live: boolean; ended: boolean };
 
 /**
- * The sessions' GET streams. Messages for a session are written to its outbox first, so a client that
- * reconnects with Last-Event-ID gets every message it missed, in order, exactly once per stream.
+ * The sessions' streams. Every message is written to the session's outbox first, under the stream it
+ * belongs to (the GET stream, or one POST response stream), and its row id is its SSE event id: unique
+ * across all of the session's streams. A client that reconnects with Last-Event-ID gets every message
+ * of that one stream it missed, in order, and a response stream then ends with its response.
  */
 export class SessionStreams {
   private readonly open_ = new Map<string, SseStream>();
+  /** The readers of each response stream (the original POST, and GET requests that resumed it). */
+  private readonly responseReaders = new Map<string, { sessionId: string; readers: Set<SseStream> }>();
+  /** Response streams whose request is still being worked on in this process. */
+  private readonly liveResponses = new Set<string>();
   /** Requests to clients about their own tasks, sent through the sessions' outboxes. */
   readonly clientRequests = new ClientRequests((sessionId, message) => this.deliver(sessionId, message));
 
-  constructor(private readonly bus: EventBus) {}
+  constructor(
+    private readonly bus: EventBus,
+    private readonly keepAliveMs?: number,
+  ) {}
 
   /** Opens the session's stream; a newer stream replaces an older one (the client reconnected). */
-  open(session: McpSession, lastEventId: string | null): SseStream {
+  open(session: McpSession, resumeFrom: number | null): SseStream {
     const sessionId = session.id;
     this.close(sessionId);
-    const stream = new SseStream();
+    const stream = new SseStream(this.keepAliveMs);
     this.open_.set(sessionId, stream);
-    const resumeFrom = lastEventId !== null && /^\d+$/.test(lastEventId.trim()) ? Number(lastEventId.trim()) : null;
-    let cursor = resumeFrom ?? getLastSessionMessageId(sessionId);
-    // Clients before 2025-11-25 would try to parse an event without a message.
-    if (resumeFrom === null && session.protocolVersion === tasksProtocolVersion) stream.prime(cursor);
-    // A fresh stream starts after the newest message: the questions still open are asked on it again.
+    const cursor = resumeFrom ?? getLastSessionMessageId(sessionId);
     if (resumeFrom === null) {
+      // Clients before 2025-11-25 would try to parse an event without a message.
+      if (session.protocolVersion === tasksProtocolVersion) this.deliver(sessionId, primingMessage);
+      // A fresh stream starts after the newest message: the questions still open are asked on it again,
+      // each with a new request id (an id is never used twice in a session).
+      // Not those a tasks/result stream of the session is carrying itself.
       for (const input of listPendingTaskInputsBySessionId(sessionId)) {
         const task = getTaskById(input.taskId);
-        if (task && !input.clientTaskId && canReceive(session, input.kind) && !questionsCarried(sessionId, task.id)) {
-          this.sendQuestion(session, input, task.expiresAt);
-        }
+        if (!task || input.clientTaskId || !canReceive(session, input.kind)) continue;
+        if (!questionsCarried(sessionId, task.id) || sentOnGetStream(sessionId, input.id)) this.sendQuestion(session, input, task.expiresAt, true);
       }
     }
+    stream.signal.addEventListener('abort', () => this.open_.get(sessionId) === stream && this.open_.delete(sessionId), { once: true });
+    this.pump(stream, sessionId, null, cursor);
+    return stream;
+  }
 
+  /** Where a Last-Event-ID points: an id of this session's GET stream, of one of its response streams, or none. */
+  resumeTarget(sessionId: string, lastEventId: string | null): ResumeTarget {
+    const trimmed = lastEventId?.trim() ?? '';
+    if (!/^\d+$/.test(trimmed)) return { kind: 'session', cursor: null };
+    const cursor = Number(trimmed);
+    const row = getSessionMessageStream(sessionId, cursor);
+    if (!row || row.stream === null) return { kind: 'session', cursor };
+    return {
+      kind: 'response',
+      key: row.stream,
+      cursor,
+      live: this.liveResponses.has(row.stream),
+      ended: hasSessionStreamEnded(sessionId, row.stream),
+    };
+  }
+
+  /**
+   * Opens a response stream for a request being answered: its messages go through the outbox under
+   * `key`, so that the client can resume it. The stream stays live until `endResponse`.
+   */
+  openResponse(session: McpSession, key: string): SseStream {
+    this.liveResponses.add(key);
+    // The priming event gives the client an event id before anything else happens.
+    if (session.protocolVersion === tasksProtocolVersion) this.deliver(session.id, primingMessage, key);
+    return this.readResponse(session.id, key, 0);
+  }
+
+  /** A reader of a response stream from just after `cursor`; it ends after the response. */
+  readResponse(sessionId: string, key: string, cursor: number): SseStream {
+    const stream = new SseStream(this.keepAliveMs);
+    const entry = this.responseReaders.get(key) ?? { sessionId, readers: new Set<SseStream>() };
+    entry.readers.add(stream);
+    this.responseReaders.set(key, entry);
+    stream.signal.addEventListener(
+      'abort',
+      () => {
+        entry.readers.delete(stream);
+        if (entry.readers.size === 0 && this.responseReaders.get(key) === entry) this.responseReaders.delete(key);
+      },
+      { once: true },
+    );
+    this.pump(stream, sessionId, key, cursor);
+    return stream;
+  }
+
+  /** Whether anyone is reading the response stream now (heartbeats for nobody are not written). */
+  isResponseRead(key: string): boolean {
+    return (this.responseReaders.get(key)?.readers.size ?? 0) > 0;
+  }
+
+  /** Marks a response stream live again: its request is being worked on once more (after a restart). */
+  reviveResponse(key: string): void {
+    this.liveResponses.add(key);
+  }
+
+  sendOnResponse(sessionId: string, key: string, message: Record<string, unknown>): void {
+    this.deliver(sessionId, message, key);
+  }
+
+  /**
+   * The request of a response stream is done: its response (the stream's last message) is written for
+   * every reader, present and resuming; without one (the request was cancelled) the stream just ends.
+   */
+  endResponse(sessionId: string, key: string, response?: Record<string, unknown>): void {
+    this.liveResponses.delete(key);
+    this.deliver(sessionId, response ?? endWithoutResponse, key);
+    if (!response) for (const reader of this.responseReaders.get(key)?.readers ?? []) reader.close();
+  }
+
+  /** Writes a stream's outbox rows to it as they come, woken by the bus; a response stream ends with its response. */
+  private pump(stream: SseStream, sessionId: string, key: string | null, from: number): void {
+    let cursor = from;
     let pending = true;
     let wake = () => {};
     const unsubscribe = this.bus.subscribe(topics.session(sessionId), () => {
@@ -60,7 +166,6 @@ export class SessionStreams {
       () => {
         unsubscribe();
         wake();
-        if (this.open_.get(sessionId) === stream) this.open_.delete(sessionId);
       },
       { once: true },
     );
@@ -69,73 +174,85 @@ export class SessionStreams {
         if (!pending) await new Promise<void>((resolve) => (wake = resolve));
         pending = false;
         if (stream.closed) break;
-        const batch = listSessionMessagesAfter(sessionId, cursor, replayBatch);
+        const batch = listSessionMessagesAfter(sessionId, cursor, replayBatch, key);
         for (const row of batch) {
-          stream.send(row.message, row.id);
+          if (isEnd(row.message)) {
+            stream.close();
+            return;
+          }
+          if (isPriming(row.message)) stream.prime(row.id);
+          else stream.send(row.message, row.id);
           cursor = row.id;
+          if (key !== null && isResponse(row.message)) {
+            stream.close();
+            return;
+          }
         }
         if (batch.length === replayBatch) pending = true;
       }
     })().catch((error: unknown) => {
-      console.error(`Session ${sessionId}: GET stream failed`, error);
+      console.error(`Session ${sessionId}: stream ${key ?? 'GET'} failed`, error);
       stream.close();
     });
-    return stream;
   }
 
   /**
-   * Every question also goes to the GET stream of the session that started the task, unless one of
-   * its tasks/result streams carries it: clients that only poll tasks/get while a task waits are asked
-   * there. A copy answered elsewhere is withdrawn.
+   * Every question of a task-augmented call also goes to the GET stream of the session that started the
+   * task: clients that only poll tasks/get while a task waits are asked there. A copy answered elsewhere
+   * is withdrawn. (A plain call's questions go on that call's own stream.)
    */
   private relayQuestion(input: TaskInputRow): void {
     const task = getTaskById(input.taskId);
     const session = task?.sessionId ? getMcpSessionById(task.sessionId) : undefined;
     if (!task || !session || !canReceive(session, input.kind)) return;
-    if (input.status === 'pending') {
-      if (!questionsCarried(session.id, task.id)) this.sendQuestion(session, input, task.expiresAt);
-      return;
-    }
-    markSentOnGetStream(session.id, input.id, false);
     if (input.clientTaskId) {
       // The client is answering through a task of its own: cancel it unless it gave the answer.
-      if (input.answeredVia !== clientTaskVia(input.clientTaskId)) {
+      if (input.status !== 'pending' && input.answeredVia !== clientTaskVia(input.clientTaskId) && canCancelTasks(session)) {
         this.clientRequests.send(session.id, 'tasks/cancel', { taskId: input.clientTaskId }).catch(() => {});
       }
       return;
     }
-    const id = inputRequestId(input.id, getStreamCopy);
-    if (input.answeredVia !== id) this.deliver(session.id, withdrawalFor(input, id));
+    if (task.invocation === 'call') return;
+    if (input.status === 'pending') {
+      if (!questionsCarried(session.id, task.id)) this.sendQuestion(session, input, task.expiresAt, this.open_.has(session.id));
+      return;
+    }
+    markSentOnGetStream(session.id, input.id, false);
+    for (const id of listSessionRequestIdsWithPrefix(session.id, inputRequestId(input.id, ''))) {
+      if (input.answeredVia !== id) this.deliver(session.id, withdrawalFor(input, id));
+    }
   }
 
-  /** The GET-stream copy of a question. */
-  private sendQuestion(session: McpSession, input: TaskInputRow, taskExpiresAt: number): void {
-    this.deliver(session.id, requestFor(input, inputRequestId(input.id, getStreamCopy), session, taskExpiresAt));
-    markSentOnGetStream(session.id, input.id, this.open_.has(session.id));
+  /** A GET-stream copy of a question, with a request id of its own; `live` when a GET stream is open. */
+  private sendQuestion(session: McpSession, input: TaskInputRow, taskExpiresAt: number, live: boolean): void {
+    const id = inputRequestId(input.id, `g${randomBytes(6).toString('base64url')}`);
+    this.deliver(session.id, requestFor(input, id, session, taskExpiresAt));
+    markSentOnGetStream(session.id, input.id, live);
   }
 
-  /** Sessions with a stream open here: in use, however long since their last request. */
+  /** Sessions with a stream open here (GET or a response): in use, however long since their last request. */
   openSessionIds(): string[] {
-    return [...this.open_.keys()];
+    return [...new Set([...this.open_.keys(), ...[...this.responseReaders.values()].map((entry) => entry.sessionId)])];
   }
 
   close(sessionId: string): void {
     this.open_.get(sessionId)?.close();
   }
 
-  /** Queues a message for the session and wakes its stream. */
-  deliver(sessionId: string, message: Record<string, unknown>): void {
-    const messageId = appendSessionMessage(sessionId, message);
+  /** Queues a message for one of the session's streams (its GET stream by default) and wakes its readers. */
+  deliver(sessionId: string, message: Record<string, unknown>, key: string | null = null): void {
+    const messageId = appendSessionMessage(sessionId, message, key);
     if (messageId !== undefined) this.bus.publish(topics.session(sessionId), { type: 'session-message', sessionId, messageId });
   }
 
   /** Turns task events into the notifications the session that started the task receives. */
   notifyTaskEvents(event: BusEvent): void {
     if (event.type === 'input-changed') this.relayQuestion(event.input);
-    if (event.type === 'task-changed' && event.transition && event.task.sessionId) {
+    // A plain call's client knows no task: it hears of its progress on the call's own stream.
+    if (event.type === 'task-changed' && event.transition && event.task.sessionId && event.task.invocation === 'task') {
       this.deliver(event.task.sessionId, { jsonrpc: '2.0', method: 'notifications/tasks/status', params: toTask(event.task) });
     }
-    if (event.type === 'task-progress' && event.task.sessionId && event.task.progressToken !== null) {
+    if (event.type === 'task-progress' && event.task.sessionId && event.task.progressToken !== null && event.task.invocation === 'task') {
       this.deliver(event.task.sessionId, {
         jsonrpc: '2.0',
         method: 'notifications/progress',

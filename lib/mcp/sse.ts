@@ -1,5 +1,6 @@
 const encoder = new TextEncoder();
-const keepAliveMs = 15_000;
+/** Comments keep proxies and idle timers from closing a quiet stream. */
+const defaultKeepAliveMs = 15_000;
 
 /** Every open stream of the process, wherever its module was bundled, so that shutdown can end them. */
 const globalForStreams = globalThis as unknown as { __mcpTaskServerStreams?: Set<SseStream> };
@@ -27,7 +28,7 @@ export class SseStream {
   private readonly aborter = new AbortController();
   private readonly keepAlive: ReturnType<typeof setInterval>;
 
-  constructor() {
+  constructor(keepAliveMs = defaultKeepAliveMs) {
     this.body = new ReadableStream<Uint8Array>({
       start: (controller) => {
         this.controller = controller;
@@ -37,7 +38,6 @@ export class SseStream {
       cancel: () => this.finish(),
     });
     openStreams.add(this);
-    // Comments keep proxies and idle timers from closing a quiet stream.
     this.keepAlive = setInterval(() => this.write(': keep-alive\n\n'), keepAliveMs);
     this.keepAlive.unref?.();
   }

@@ -3,6 +3,7 @@ import {
   countTasksByUserIdUpTo,
   countTasksByStatusForUser,
   deleteExpiredTasks,
+  getCallTaskByRequestId,
   getTaskById,
   getTaskByIdForUser,
   incrementTaskAttempt,
@@ -81,6 +82,8 @@ export interface NewTask {
   args: Record<string, unknown>;
   requestedTtlMs?: number;
   progressToken?: string | number;
+  /** The JSON-RPC id of the plain tools/call this task answers; absent for a task-augmented call. */
+  callRequestId?: string | number;
 }
 
 const restartMessage = 'The server restarted before this task finished, and this tool cannot resume.';
@@ -118,7 +121,9 @@ export class TaskEngine {
     }
     const now = Date.now();
     const requested = input.requestedTtlMs ?? this.config.defaultTtlMs;
-    const ttlMs = Math.max(minTtlMs, Math.min(requested, this.config.maxTtlMs));
+    // The receiver may override the requested ttl: work that waits for a person gets the time it needs.
+    const wanted = Math.max(requested, input.tool.minTtlMs ?? 0);
+    const ttlMs = Math.round(Math.max(minTtlMs, Math.min(wanted, this.config.maxTtlMs)));
     const row = insertTask(
       {
         id: crypto.randomUUID(),
@@ -136,6 +141,8 @@ export class TaskEngine {
         expiresAt: now + ttlMs,
         pollIntervalMs: this.config.pollIntervalMs,
         progressToken: input.progressToken ?? null,
+        invocation: input.callRequestId !== undefined ? 'call' : 'task',
+        callRequestId: input.callRequestId ?? null,
       },
       'client',
     );
@@ -206,23 +213,55 @@ export class TaskEngine {
   }
 
   /**
-   * Resolves with the task once it is terminal; woken by the bus, never by a polling loop. `onWake` sees
-   * the task at the start and after every change until then (its questions, say).
+   * Cancels the task a plain tools/call started, when its client cancels that call; false when the call
+   * started no task or the task has ended already.
    */
-  async waitForTerminal(taskId: string, userId: string, signal?: AbortSignal, onWake?: (task: TaskRow) => void): Promise<TaskRow> {
-    return waitFor(
-      this.bus,
-      topics.task(taskId),
-      () => {
-        const row = this.getTask(taskId, userId);
-        if (isTerminal(row.status)) return row;
-        onWake?.(row);
-        return undefined;
-      },
-      signal,
-      // Progress and status messages change neither the status nor the questions: nothing to do for them.
-      (event) => event.type !== 'task-progress' && !(event.type === 'task-changed' && !event.transition),
-    );
+  cancelCallTask(sessionId: string, requestId: string | number, userId: string): boolean {
+    const task = getCallTaskByRequestId(sessionId, requestId, userId);
+    if (!task || isTerminal(task.status)) return false;
+    try {
+      this.cancelTask(task.id, userId, 'client');
+      return true;
+    } catch (error) {
+      if (isTaskError(error)) return false;
+      throw error;
+    }
+  }
+
+  /**
+   * Resolves with the task once it is terminal; woken by the bus, never by a polling loop. `onWake` sees
+   * the task as stored at the start and after every transition or question until then; `onProgress`
+   * sees every progress report as it is made (progress is stored only about once a second).
+   */
+  async waitForTerminal(
+    taskId: string,
+    userId: string,
+    signal?: AbortSignal,
+    onWake?: (task: TaskRow) => void,
+    onProgress?: (task: TaskRow) => void,
+  ): Promise<TaskRow> {
+    const unsubscribe = onProgress
+      ? this.bus.subscribe(topics.task(taskId), (event) => {
+          if (event.type === 'task-progress') onProgress(event.task);
+        })
+      : undefined;
+    try {
+      return await waitFor(
+        this.bus,
+        topics.task(taskId),
+        () => {
+          const row = this.getTask(taskId, userId);
+          if (isTerminal(row.status)) return row;
+          onWake?.(row);
+          return undefined;
+        },
+        signal,
+        // Progress and status messages change neither the status nor the questions: nothing to do for them.
+        (event) => event.type !== 'task-progress' && !(event.type === 'task-changed' && !event.transition),
+      );
+    } finally {
+      unsubscribe?.();
+    }
   }
 
   /** Run once at start: resumes what can be resumed and honestly fails the rest. */
@@ -305,7 +344,8 @@ export class TaskEngine {
       createMessage: async (request, { key }) => {
         const answered = await this.inputs.ask(row, 'sampling', key, request, controller.signal);
         const refused = answered.response?.error as { code?: number; message?: string } | undefined;
-        if (refused) throw new ToolProtocolError(refused.code ?? -32603, `The client refused sampling/createMessage: ${refused.message ?? 'no reason given'}`);
+        // A failed upstream call is the tool's failure (an isError result the model can read), not a protocol error.
+        if (refused) throw new Error(`the client refused sampling/createMessage: ${refused.message ?? 'no reason given'}`);
         return answered.response ?? {};
       },
     };

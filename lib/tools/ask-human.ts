@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineTool, textResult, type ElicitRequest } from './define';
+import { defineTool, personAnsweringTtlMs, textResult, type ElicitRequest } from './define';
 
 // The bounds are those of an elicitation (lib/tasks/elicitation.ts), checked here so a call beyond them is refused at once.
 export const askHumanTool = defineTool({
@@ -8,7 +8,7 @@ export const askHumanTool = defineTool({
   description:
     'Asks the person behind this task a question and waits for the answer, given in their MCP client or in the ' +
     'dashboard. With choices, they pick one; with fields (an elicitation schema\u2019s properties), they fill a form. ' +
-    'Must be called as a task.',
+    'Call it as a task to poll for the answer, or plainly to wait for it.',
   inputSchema: z.object({
     question: z.string().min(1).describe('The question to ask.'),
     choices: z.array(z.string().min(1).max(500)).min(1).max(100).optional().describe('Possible answers to choose from (at most 100).'),
@@ -18,7 +18,8 @@ export const askHumanTool = defineTool({
       .optional()
       .describe('Form fields: an object of elicitation property schemas (string, number, integer, boolean, enum, multi-select); all required.'),
   }),
-  taskSupport: 'required',
+  taskSupport: 'optional',
+  minTtlMs: personAnsweringTtlMs,
   resumable: true,
   async run({ question, choices, fields }, ctx) {
     const answer = await ctx.elicit(questionFor(question, choices, fields), { key: 'answer' });

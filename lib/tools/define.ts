@@ -12,7 +12,7 @@ export interface CallToolResult {
 
 /** What a tool gets besides its arguments. The same for a plain call and for a task. */
 export interface ToolContext {
-  /** Fires when the task is cancelled, expires, or the plain call's client goes away. */
+  /** Fires when the task is cancelled or expires (or, for a tool without tasks, its call is cancelled). */
   signal: AbortSignal;
   /** Reports progress; reaches the client as notifications/progress when it asked for progress. */
   progress(done: number, total?: number, message?: string): void;
@@ -50,12 +50,20 @@ export interface ToolDefinition<Schema extends z.ZodObject = z.ZodObject> {
   description: string;
   inputSchema: Schema;
   taskSupport: TaskSupport;
+  /**
+   * The least ttl the tool's work needs (a person answering needs hours): a task of this tool is
+   * granted at least this, within TASK_MAX_TTL_MS, whatever ttl the client asked for.
+   */
+  minTtlMs?: number;
   /** A resumable tool is run again after a restart instead of being failed. */
   resumable?: boolean;
   /** A capability the calling client must have declared, for a tool that needs the client's help. */
   requiresClient?: 'sampling';
   run(args: z.infer<Schema>, ctx: ToolContext): Promise<CallToolResult>;
 }
+
+/** How long a question may wait for a person: a working day. */
+export const personAnsweringTtlMs = 8 * 60 * 60 * 1000;
 
 export function defineTool<Schema extends z.ZodObject>(tool: ToolDefinition<Schema>): ToolDefinition<Schema> {
   return tool;

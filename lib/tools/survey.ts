@@ -1,16 +1,17 @@
 import { z } from 'zod';
-import { defineTool, textResult } from './define';
+import { defineTool, personAnsweringTtlMs, textResult } from './define';
 
 export const surveyTool = defineTool({
   name: 'survey',
   title: 'Survey',
   description:
     'Asks several questions at once, each answered on its own (in the MCP client or the dashboard), and returns ' +
-    'every answer when all are in. Must be called as a task.',
+    'every answer when all are in. Call it as a task to poll for the answer, or plainly to wait for it.',
   inputSchema: z.object({
     questions: z.array(z.string().min(1)).min(1).max(10).describe('The questions, each answered separately.'),
   }),
-  taskSupport: 'required',
+  taskSupport: 'optional',
+  minTtlMs: personAnsweringTtlMs,
   resumable: true,
   async run({ questions }, ctx) {
     const answers = await Promise.all(

@@ -1,3 +1,4 @@
+import { Client as Sdk2Client, StreamableHTTPClientTransport as Sdk2Transport } from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
@@ -205,6 +206,29 @@ export async function connectSdkClient(
   return {
     client,
     transport,
+    close: async () => {
+      await transport.terminateSession().catch(() => {});
+      await client.close();
+    },
+  };
+}
+
+/**
+ * The official SDK 2.x client, which has no task runtime: the stand-in for the clients that only make
+ * plain calls (Claude Code, Cursor, Codex). Its bearer token goes through the transport's authProvider.
+ */
+export async function connectSdk2Client(
+  mcpUrl: string,
+  token: string,
+  options: { name?: string; elicit?: (params: any) => Promise<Record<string, unknown>> } = {},
+): Promise<{ client: Sdk2Client; close(): Promise<void> }> {
+  const client = new Sdk2Client({ name: options.name ?? 'sdk2-client', version: '2.4.0' }, { capabilities: options.elicit ? { elicitation: { form: {} } } : {} });
+  client.onerror = () => {};
+  if (options.elicit) client.setRequestHandler('elicitation/create', (request: any) => options.elicit!(request.params) as any);
+  const transport = new Sdk2Transport(new URL(mcpUrl), { authProvider: { token: async () => token } });
+  await client.connect(transport);
+  return {
+    client,
     close: async () => {
       await transport.terminateSession().catch(() => {});
       await client.close();

@@ -38,7 +38,18 @@ export interface TestServer {
   db(): Database.Database;
 }
 
-/** Runs `npm start`'s script (the built app) on a free loopback port with a fresh database. */
+/**
+ * Which mount serves /mcp: `npm start`'s production server, or, with MCP_TEST_MOUNT=route-handler,
+ * Next's own server (`next start`), where app/mcp/route.ts serves it. Both run the built app.
+ */
+export const testMount = process.env.MCP_TEST_MOUNT === 'route-handler' ? 'route-handler' : 'production-server';
+
+function serverCommand(port: number): string[] {
+  if (testMount === 'production-server') return ['scripts/start.mjs'];
+  return [path.join(root, 'node_modules', 'next', 'dist', 'bin', 'next'), 'start', '--port', String(port), '--hostname', '127.0.0.1'];
+}
+
+/** Runs the built app on a free loopback port with a fresh database. */
 export async function startServer(extraEnv: Record<string, string> = {}): Promise<TestServer> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-task-server-'));
   const port = await freePort();
@@ -47,6 +58,8 @@ export async function startServer(extraEnv: Record<string, string> = {}): Promis
     HOST: '127.0.0.1',
     DATABASE_PATH: path.join(dataDir, 'app.db'),
     NEXT_TELEMETRY_DISABLED: '1',
+    // npm start sets this itself; next start needs it from the environment.
+    NEXTAUTH_URL: `http://localhost:${port}`,
     ...extraEnv,
   };
   const url = `http://localhost:${port}`;
@@ -56,7 +69,7 @@ export async function startServer(extraEnv: Record<string, string> = {}): Promis
 
   const launch = async () => {
     log = '';
-    child = spawn(process.execPath, ['scripts/start.mjs'], {
+    child = spawn(process.execPath, serverCommand(port), {
       cwd: root,
       env: { ...process.env, ...env },
       detached: true,

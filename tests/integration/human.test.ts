@@ -94,6 +94,14 @@ async function resultStream(mcp: RawMcp, taskId: string): Promise<{ reader: SseR
 
 const answer = (mcp: RawMcp, requestId: string, result: Record<string, unknown>) => mcp.post({ jsonrpc: '2.0', id: requestId, result });
 
+/** The next message that matches, or null when the stream ends first. */
+async function nextMatching(reader: SseReader, matches: (message: Record<string, any>) => boolean): Promise<Record<string, any> | null> {
+  for (let message = await reader.nextMessage(); message; message = await reader.nextMessage()) {
+    if (matches(message)) return message;
+  }
+  return null;
+}
+
 async function waitForStatus(mcp: RawMcp, taskId: string, status: string) {
   await expect.poll(async () => (await mcp.call('tasks/get', { taskId })).status, { timeout: 10_000 }).toBe(status);
 }
@@ -131,7 +139,7 @@ describe('sampling with the official SDK client', () => {
     expect(error.message).toMatch(/needs a client that supports sampling/);
   });
 
-  it("fails the task with the client's error when it refuses a sampling request", async () => {
+  it('fails the task with an isError result when the client refuses a sampling request', async () => {
     const mcp = await rawSession({ sampling: {} });
     const taskId = await startTool(mcp, 'summarize', { text: 'x' });
     const { reader, id } = await resultStream(mcp, taskId);
@@ -139,7 +147,9 @@ describe('sampling with the official SDK client', () => {
     const refusal = await mcp.post({ jsonrpc: '2.0', id: request!.id, error: { code: -32600, message: 'User rejected sampling' } });
     expect(refusal.status).toBe(202);
     const final = await reader.nextMessage();
-    expect(final).toMatchObject({ id, error: { code: -32600, message: 'The client refused sampling/createMessage: User rejected sampling' } });
+    // A failed upstream call is the tool's failure, which the model can read, not a protocol error.
+    expect(final).toMatchObject({ id, result: { isError: true, content: [{ type: 'text', text: 'Tool summarize failed: the client refused sampling/createMessage: User rejected sampling' }] } });
+    expect(final!.error).toBeUndefined();
     expect((await mcp.call('tasks/get', { taskId })).status).toBe('failed');
   });
 
@@ -218,13 +228,13 @@ describe('a client that takes questions as tasks of its own', () => {
   });
 
   it('cancels a client task created for a question that was already answered', async () => {
-    const mcp = await rawSession({ elicitation: {}, tasks: { requests: { elicitation: { create: {} } } } });
+    const mcp = await rawSession({ elicitation: {}, tasks: { cancel: {}, requests: { elicitation: { create: {} } } } });
     const stream = await mcp.openGetStream();
     await stream.next();
     const taskId = await startTool(mcp, 'ask_human', { question: 'Twice?' });
     const question = await stream.nextMessageWhere((message) => message.method === 'elicitation/create');
     // A session is sent one copy at a time: the second copy goes to another session of the same person.
-    const other = await rawSession({ elicitation: {}, tasks: { requests: { elicitation: { create: {} } } } });
+    const other = await rawSession({ elicitation: {}, tasks: { cancel: {}, requests: { elicitation: { create: {} } } } });
     const otherStream = await other.openGetStream();
     await otherStream.next();
     const { reader } = await resultStream(other, taskId);
@@ -238,6 +248,53 @@ describe('a client that takes questions as tasks of its own', () => {
     expect(cancel.params).toEqual({ taskId: 'client-task-2' });
     expect(server.db().prepare('SELECT client_task_id FROM task_inputs WHERE task_id = ?').get(taskId)).toEqual({ client_task_id: 'client-task-1' });
     await mcp.call('tasks/cancel', { taskId });
+    await stream.close();
+  });
+
+  it('sends no tasks/cancel to a client that did not declare tasks.cancel', async () => {
+    const mcp = await rawSession({ elicitation: {}, tasks: { requests: { elicitation: { create: {} } } } });
+    const first = await mcp.openGetStream();
+    const taskId = await startTool(mcp, 'ask_human', { question: 'Twice, no cancel?' });
+    const question = await nextMatching(first, (message) => message.method === 'elicitation/create');
+    await first.close();
+    // A fresh GET stream asks the open question again, with a new id.
+    const stream = await mcp.openGetStream();
+    const second = await nextMatching(stream, (message) => message.method === 'elicitation/create');
+    expect(second!.id).not.toBe(question!.id);
+    const now = new Date().toISOString();
+    const clientTask = (id: string) => ({ task: { taskId: id, status: 'working', createdAt: now, lastUpdatedAt: now, ttl: 60000 } });
+    expect((await answer(mcp, question!.id, clientTask('client-task-a'))).status).toBe(202);
+    expect((await answer(mcp, second!.id, clientTask('client-task-b'))).status).toBe(202);
+    await mcp.call('tasks/cancel', { taskId });
+    // Everything for this session is written in order: a tasks/cancel would come before the status.
+    const seen: any[] = [];
+    const cancelled = await nextMatching(stream, (message) => {
+      seen.push(message);
+      return message.method === 'notifications/tasks/status' && message.params.status === 'cancelled';
+    });
+    expect(cancelled).not.toBeNull();
+    expect(seen.filter((message) => message.method === 'tasks/cancel')).toEqual([]);
+    await stream.close();
+  });
+
+  it('calls tasks/result on a client task that needs input, and takes its result as the answer', async () => {
+    const mcp = await rawSession({ elicitation: {}, tasks: { cancel: {}, requests: { elicitation: { create: {} } } } });
+    const stream = await mcp.openGetStream();
+    const taskId = await startTool(mcp, 'ask_human', { question: 'Needs your input?' });
+    const question = await nextMatching(stream, (message) => message.method === 'elicitation/create');
+    const now = new Date().toISOString();
+    const clientTask = { taskId: 'client-task-input', status: 'working', createdAt: now, lastUpdatedAt: now, ttl: 60000, pollInterval: 250 };
+    expect((await answer(mcp, question!.id, { task: clientTask })).status).toBe(202);
+    const poll = await nextMatching(stream, (message) => message.method === 'tasks/get');
+    expect(poll!.params).toEqual({ taskId: 'client-task-input' });
+    expect((await answer(mcp, poll!.id, { ...clientTask, status: 'input_required' })).status).toBe(202);
+    const fetch = await nextMatching(stream, (message) => message.method === 'tasks/result' || message.method === 'tasks/get');
+    expect(fetch!.method).toBe('tasks/result');
+    expect(fetch!.params).toEqual({ taskId: 'client-task-input' });
+    expect((await answer(mcp, fetch!.id, { action: 'accept', content: { answer: 'after my own question' } })).status).toBe(202);
+    await waitForStatus(mcp, taskId, 'completed');
+    const result = await mcp.call('tasks/result', { taskId });
+    expect(result.content[0].text).toBe('Answer (given in the MCP client): after my own question');
     await stream.close();
   });
 
@@ -337,6 +394,38 @@ describe('questions over raw HTTP', () => {
     await waitForStatus(mcp, taskId, 'completed');
     expect((await mcp.call('tasks/result', { taskId })).content[0].text).toBe('Answer (given in the MCP client): here');
     await stream.close();
+  });
+
+  it('asks an open question again on each fresh GET stream, never reusing a request id', async () => {
+    const mcp = await rawSession();
+    const taskId = await startTool(mcp, 'ask_human', { question: 'Which stream?' });
+    await waitForStatus(mcp, taskId, 'input_required');
+    const first = await mcp.openGetStream();
+    const firstCopy = await nextMatching(first, (message) => message.method === 'elicitation/create');
+    await first.close();
+    const second = await mcp.openGetStream();
+    const secondCopy = await nextMatching(second, (message) => message.method === 'elicitation/create');
+    expect(secondCopy!.params.message).toBe('Which stream?');
+    expect(secondCopy!.id).not.toBe(firstCopy!.id);
+    expect((await answer(mcp, secondCopy!.id, { action: 'accept', content: { answer: 'the second' } })).status).toBe(202);
+    // Every other copy this session was sent is withdrawn; the answered one is not.
+    const withdrawn = await nextMatching(second, (message) => message.method === 'notifications/cancelled' && message.params.requestId === firstCopy!.id);
+    expect(withdrawn).not.toBeNull();
+    await waitForStatus(mcp, taskId, 'completed');
+    const sent = server
+      .db()
+      .prepare("SELECT json_extract(message, '$.params.requestId') AS id FROM session_messages WHERE session_id = ? AND json_extract(message, '$.method') = 'notifications/cancelled'")
+      .all(mcp.sessionId) as Array<{ id: string }>;
+    expect(sent.map((row) => row.id)).not.toContain(secondCopy!.id);
+    await second.close();
+  });
+
+  it('grants a question the hours a person needs, whatever shorter ttl the client asks', async () => {
+    const mcp = await rawSession();
+    const { task } = await mcp.call('tools/call', { name: 'ask_human', arguments: { question: 'Take your time?' }, task: { ttl: 60_000 } });
+    expect(task.ttl).toBe(8 * 60 * 60 * 1000);
+    expect((await mcp.call('tasks/get', { taskId: task.taskId })).ttl).toBe(8 * 60 * 60 * 1000);
+    await mcp.call('tasks/cancel', { taskId: task.taskId });
   });
 
   it('withdraws the other copies of an answered question and ignores their late answers', async () => {

@@ -475,7 +475,7 @@ describe('the TTL sweeper', () => {
     expect(count('task_inputs', 'task_id')).toBe(0);
   });
 
-  it('ends MCP sessions left idle, but not one with its stream open', async () => {
+  it('ends MCP sessions left idle, but not one with its stream open (GET or a long plain call)', async () => {
     const token = createToken(sweeping, 'idle@example.com');
     const idle = new RawMcp(sweeping.mcpUrl, token);
     await idle.initialize();
@@ -483,14 +483,24 @@ describe('the TTL sweeper', () => {
     await watching.initialize();
     const stream = await watching.openGetStream();
     await stream.next();
+    const calling = new RawMcp(sweeping.mcpUrl, token);
+    await calling.initialize();
+    const call = new SseReader(await calling.post({ jsonrpc: '2.0', id: 'long', method: 'tools/call', params: { name: 'delay', arguments: { seconds: 60 } } }));
+    await call.next();
     const longAgo = Date.now() - 25 * 60 * 60 * 1000;
-    sweeping.db().prepare('UPDATE mcp_sessions SET last_seen_at = ? WHERE id IN (?, ?)').run(longAgo, idle.sessionId, watching.sessionId);
+    sweeping
+      .db()
+      .prepare('UPDATE mcp_sessions SET last_seen_at = ? WHERE id IN (?, ?, ?)')
+      .run(longAgo, idle.sessionId, watching.sessionId, calling.sessionId);
     const row = (id?: string) => sweeping.db().prepare('SELECT ended_at FROM mcp_sessions WHERE id = ?').get(id) as { ended_at: number | null } | undefined;
-    // One sweep ends the idle session and deletes its row; the same sweep kept the watched one.
+    // One sweep ends the idle session and deletes its row; the same sweep kept the ones in use.
     await expect.poll(() => row(idle.sessionId)).toBeUndefined();
     expect(row(watching.sessionId)).toEqual({ ended_at: null });
+    expect(row(calling.sessionId)).toEqual({ ended_at: null });
     expect((await idle.request('ping')).status).toBe(404);
     expect((await watching.request('ping')).status).toBe(200);
+    await calling.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'long' } });
+    expect(await call.next()).toBeNull();
     await stream.close();
   });
 });

@@ -420,13 +420,19 @@ describe('the GET stream', () => {
     expect((await fetch(server.mcpUrl, { method: 'GET', headers: noSession })).status).toBe(400);
   });
 
-  it('opens with a priming event id and the SSE headers', async () => {
+  it('opens with a priming event id and the SSE headers, a new id on every stream', async () => {
     const mcp = await session();
     const stream = await mcp.openGetStream();
     expect(stream.response.headers.get('content-type')).toBe('text/event-stream');
     expect(stream.response.headers.get('cache-control')).toBe('no-cache, no-transform');
     const priming = await stream.next();
-    expect(priming).toEqual({ id: '0', data: '' });
+    expect(priming).toEqual({ id: expect.stringMatching(/^\d+$/), data: '' });
     await stream.close();
+    // Event ids are unique across all of a session's streams, priming events included.
+    const again = await mcp.openGetStream();
+    const secondPriming = await again.next();
+    expect(secondPriming?.data).toBe('');
+    expect(Number(secondPriming?.id)).toBeGreaterThan(Number(priming?.id));
+    await again.close();
   });
 });

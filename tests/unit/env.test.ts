@@ -44,6 +44,13 @@ describe('configuration', () => {
     expect(parseEnv({ SESSION_IDLE_TIMEOUT_MS: '60000' }).SESSION_IDLE_TIMEOUT_MS).toBe(60_000);
   });
 
+  it('keeps the plain-call heartbeat within the 15 s that clients tolerate', () => {
+    expect(parseEnv({}).CALL_HEARTBEAT_MS).toBe(10_000);
+    expect(parseEnv({ CALL_HEARTBEAT_MS: '15000' }).CALL_HEARTBEAT_MS).toBe(15_000);
+    expect(() => parseEnv({ CALL_HEARTBEAT_MS: '15001' })).toThrow(/CALL_HEARTBEAT_MS/);
+    expect(() => parseEnv({ CALL_HEARTBEAT_MS: '50' })).toThrow(/CALL_HEARTBEAT_MS/);
+  });
+
   it('refuses a default ttl above the maximum', () => {
     expect(() => parseEnv({ TASK_DEFAULT_TTL_MS: '5000', TASK_MAX_TTL_MS: '1000' })).toThrow(/TASK_DEFAULT_TTL_MS: must not exceed TASK_MAX_TTL_MS/);
   });
@@ -61,5 +68,30 @@ describe('configuration', () => {
     expect(() => parseEnv({ RATE_LIMIT_PER_USER: '-1' })).toThrow(/RATE_LIMIT_PER_USER/);
     expect(() => parseEnv({ TASK_MAX_STORED_PER_USER: '0' })).toThrow(/TASK_MAX_STORED_PER_USER/);
     expect(() => parseEnv({ LOG_LEVEL: 'loud' })).toThrow(/LOG_LEVEL/);
+  });
+
+  it('refuses to serve a non-loopback address over http unless told to, and says why', () => {
+    for (const HOST of ['0.0.0.0', '192.168.1.20', '::', 'tasks.example.com']) {
+      expect(() => parseEnv({ HOST })).toThrow(ConfigError);
+      expect(() => parseEnv({ HOST, APP_URL: 'http://tasks.example.com' })).toThrow(/APP_URL: must be an https URL.*Secure.*in clear.*ALLOW_INSECURE_HTTP=true/s);
+      expect(parseEnv({ HOST, APP_URL: 'https://tasks.example.com' }).APP_URL).toBe('https://tasks.example.com');
+      expect(parseEnv({ HOST, ALLOW_INSECURE_HTTP: 'true' }).APP_URL).toBe('http://localhost:3000');
+    }
+    for (const HOST of ['127.0.0.1', '127.1.2.3', 'localhost', '::1', '[::1]']) {
+      expect(parseEnv({ HOST }).HOST).toBe(HOST);
+    }
+    expect(() => parseEnv({ HOST: '0.0.0.0', ALLOW_INSECURE_HTTP: 'yes' })).toThrow(/ALLOW_INSECURE_HTTP/);
+  });
+
+  it('reads the proxy and throttle settings', () => {
+    expect(parseEnv({})).toMatchObject({
+      trustProxy: false,
+      AUTH_THROTTLE_WINDOW_SECONDS: 900,
+      SIGNIN_MAX_PER_IP: 50,
+      SIGNIN_MAX_PER_ACCOUNT: 10,
+      SIGNUP_MAX_PER_IP: 20,
+    });
+    expect(parseEnv({ TRUST_PROXY: 'true', SIGNIN_MAX_PER_ACCOUNT: '3' })).toMatchObject({ trustProxy: true, SIGNIN_MAX_PER_ACCOUNT: 3 });
+    expect(() => parseEnv({ SIGNIN_MAX_PER_IP: '0' })).toThrow(/SIGNIN_MAX_PER_IP/);
   });
 });

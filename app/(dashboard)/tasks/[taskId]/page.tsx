@@ -2,6 +2,7 @@ import Link from 'next/link';
 import { notFound } from 'next/navigation';
 import { CancelTaskButton } from '@/components/tasks/cancel-task-button';
 import { QuestionList } from '@/components/inputs/question-list';
+import { PlainCallBadge } from '@/components/tasks/plain-call-badge';
 import { ProgressBar } from '@/components/tasks/progress-bar';
 import { JsonBlock, ResultView } from '@/components/tasks/result-view';
 import { StatusBadge } from '@/components/tasks/status-badge';
@@ -53,6 +54,7 @@ export default async function TaskPage({ params }: { params: Promise<{ taskId: s
           <div className="flex flex-wrap items-center gap-3">
             <h1 className="text-2xl font-semibold tracking-tight">{task.toolName}</h1>
             <StatusBadge status={task.status} />
+            <PlainCallBadge task={task} />
           </div>
           <p className="mt-1 break-all font-mono text-xs text-zinc-500 dark:text-zinc-400">{task.id}</p>
           {task.statusMessage && (
@@ -110,6 +112,10 @@ export default async function TaskPage({ params }: { params: Promise<{ taskId: s
               </dd>
               <dt className="text-zinc-500 dark:text-zinc-400">Client</dt>
               <dd>{task.clientName ? `${task.clientName}${task.clientVersion ? ` ${task.clientVersion}` : ''}` : 'Unknown'}</dd>
+              <dt className="text-zinc-500 dark:text-zinc-400">Started by</dt>
+              <dd data-testid="started-by">
+                {task.invocation === 'call' ? 'A plain tools/call: the client waits on the call for the result' : 'A task-augmented tools/call: the client polls for the result'}
+              </dd>
               {task.attempt > 1 && (
                 <>
                   <dt className="text-zinc-500 dark:text-zinc-400">Runs</dt>

@@ -1,5 +1,6 @@
 import NextAuth from 'next-auth';
 import { getAuthOptions } from '@/lib/auth/options';
+import { refuseThrottledSignIn } from '@/lib/auth/throttle';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
@@ -8,4 +9,9 @@ type RouteContext = { params: Promise<{ nextauth: string[] }> };
 
 const handle = (request: Request, context: RouteContext) => NextAuth(getAuthOptions())(request, context);
 
-export { handle as GET, handle as POST };
+/** Email-and-password sign-ins pass the throttle first: NextAuth itself cannot answer 429. */
+async function handlePost(request: Request, context: RouteContext) {
+  return (await refuseThrottledSignIn(request)) ?? handle(request, context);
+}
+
+export { handle as GET, handlePost as POST };

@@ -1,0 +1,181 @@
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createToken, startServer, testMount, type TestServer } from '../helpers/server';
+
+// Each sign-in hashes with scrypt at 128 MiB, and the CLIs start their own Node: slow on a busy machine.
+vi.setConfig({ testTimeout: 120_000 });
+
+const root = path.resolve(__dirname, '..', '..');
+const tsxCli = path.join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs');
+let server: TestServer;
+let dataRoot: string;
+
+beforeAll(async () => {
+  // The data folder does not exist yet: the server creates it, so its mode is the server's doing.
+  dataRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'signin-data-'));
+  // Behind a "trusted proxy", each test names its own client address in X-Forwarded-For.
+  server = await startServer({
+    DATABASE_PATH: path.join(dataRoot, 'fresh', 'app.db'),
+    TRUST_PROXY: 'true',
+    SIGNIN_MAX_PER_ACCOUNT: '3',
+    SIGNIN_MAX_PER_IP: '5',
+  });
+});
+
+afterAll(async () => {
+  await server?.stop();
+  fs.rmSync(dataRoot, { recursive: true, force: true });
+});
+
+function setPassword(email: string, password: string) {
+  const result = spawnSync(process.execPath, [tsxCli, 'scripts/user-password.ts', '--email', email], {
+    cwd: root,
+    env: { ...process.env, ...server.env, PASSWORD: password },
+    encoding: 'utf8',
+  });
+  expect(result.status, result.stderr).toBe(0);
+}
+
+function makeUser(email: string, password: string) {
+  createToken(server, email);
+  setPassword(email, password);
+}
+
+const cookieHeader = (response: Response) =>
+  response.headers
+    .getSetCookie()
+    .map((cookie) => cookie.split(';')[0])
+    .join('; ');
+
+/**
+ * Signs in the way NextAuth's own browser client does: CSRF token first, then the credentials form. The
+ * proxy in front of `server` adds `clientAddress` after what the client itself claimed.
+ */
+async function signIn(email: string, password: string, clientAddress: string, target = server, forwardedFor = `198.51.100.77, ${clientAddress}`) {
+  const csrf = await fetch(`${target.url}/api/auth/csrf`);
+  const { csrfToken } = (await csrf.json()) as { csrfToken: string };
+  const response = await fetch(`${target.url}/api/auth/callback/credentials`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded', Cookie: cookieHeader(csrf), 'X-Forwarded-For': forwardedFor },
+    body: new URLSearchParams({ csrfToken, email, password, json: 'true', callbackUrl: '/tasks' }),
+  });
+  const session = response.headers.getSetCookie().find((cookie) => cookie.startsWith('next-auth.session-token='));
+  return { response, sessionCookie: session?.split(';')[0] };
+}
+
+describe('the data folder', () => {
+  it('is created private: folder 0700, database and secret 0600', () => {
+    const mode = (file: string) => fs.statSync(file).mode & 0o777;
+    const folder = path.join(dataRoot, 'fresh');
+    expect(mode(folder)).toBe(0o700);
+    expect(mode(path.join(folder, 'app.db'))).toBe(0o600);
+    expect(mode(path.join(folder, 'secret'))).toBe(0o600);
+    expect(mode(path.join(folder, 'app.db-wal'))).toBe(0o600);
+  });
+});
+
+describe('sign-in throttling', () => {
+  it('answers 429 with Retry-After after too many attempts on one account, even with the right password', async () => {
+    makeUser('throttled@example.com', 'the right password');
+    for (let attempt = 1; attempt <= 3; attempt += 1) {
+      const { response, sessionCookie } = await signIn('throttled@example.com', `wrong password ${attempt}`, `203.0.113.${attempt}`);
+      expect(response.status).not.toBe(429);
+      expect(sessionCookie).toBeUndefined();
+    }
+    const { response, sessionCookie } = await signIn('throttled@example.com', 'the right password', '203.0.113.4');
+    expect(response.status).toBe(429);
+    expect(sessionCookie).toBeUndefined();
+    const retryAfter = Number(response.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThan(0);
+    expect(retryAfter).toBeLessThanOrEqual(15 * 60);
+    const body = (await response.json()) as { url: string; message: string };
+    expect(new URL(body.url).searchParams.get('error')).toBe(`TooManyAttempts:${retryAfter}`);
+    expect(body.message).toBe(`Too many attempts, try again in ${retryAfter} s.`);
+  });
+
+  it('clears an account’s count when its owner signs in', async () => {
+    makeUser('forgetful@example.com', 'the right password');
+    for (let round = 0; round < 2; round += 1) {
+      await signIn('forgetful@example.com', 'wrong', `192.0.2.${round * 3 + 1}`);
+      await signIn('forgetful@example.com', 'wrong', `192.0.2.${round * 3 + 2}`);
+      const { response, sessionCookie } = await signIn('forgetful@example.com', 'the right password', `192.0.2.${round * 3 + 3}`);
+      expect(response.status).toBe(200);
+      expect(sessionCookie).toBeDefined();
+    }
+  });
+
+  it('answers 429 after too many attempts from one address, whichever accounts they name', async () => {
+    for (let attempt = 1; attempt <= 5; attempt += 1) {
+      expect((await signIn(`nobody-${attempt}@example.com`, 'whatever', '203.0.113.200')).response.status).not.toBe(429);
+    }
+    const refused = await signIn('nobody-6@example.com', 'whatever', '203.0.113.200');
+    expect(refused.response.status).toBe(429);
+    expect(Number(refused.response.headers.get('retry-after'))).toBeGreaterThan(0);
+    // The left-most entry is the client's own claim; only the proxy's entry counts.
+    expect((await signIn('nobody-7@example.com', 'whatever', '203.0.113.201')).response.status).not.toBe(429);
+  });
+});
+
+describe('sign-in throttling without a trusted proxy', () => {
+  let direct: TestServer;
+  beforeAll(async () => {
+    direct = await startServer({ SIGNIN_MAX_PER_IP: '2' });
+  });
+  afterAll(async () => {
+    await direct?.stop();
+  });
+
+  // Only npm start's server replaces what the client wrote; next start keeps it (README: behind a proxy).
+  it.skipIf(testMount === 'route-handler')('counts the socket address, whatever X-Forwarded-For the client writes', async () => {
+    const attempt = async (index: number) => (await signIn(`spoofer-${index}@example.com`, 'whatever', '', direct, `203.0.113.${index}`)).response.status;
+    expect(await attempt(1)).not.toBe(429);
+    expect(await attempt(2)).not.toBe(429);
+    expect(await attempt(3)).toBe(429);
+  });
+});
+
+describe('ending sessions', () => {
+  it('a new password from user:password ends every session signed in before it', async () => {
+    makeUser('rotate@example.com', 'the first password');
+    const first = await signIn('rotate@example.com', 'the first password', '198.51.100.10');
+    const second = await signIn('rotate@example.com', 'the first password', '198.51.100.11');
+    expect(first.sessionCookie && second.sessionCookie).toBeTruthy();
+    const tasksPage = (cookie: string) => fetch(`${server.url}/tasks`, { redirect: 'manual', headers: { Cookie: cookie } });
+    expect((await tasksPage(first.sessionCookie!)).status).toBe(200);
+    const live = (await (await fetch(`${server.url}/api/auth/session`, { headers: { Cookie: first.sessionCookie! } })).json()) as { user?: { email?: string } };
+    expect(live.user?.email).toBe('rotate@example.com');
+
+    setPassword('rotate@example.com', 'the second password');
+    for (const cookie of [first.sessionCookie!, second.sessionCookie!]) {
+      const page = await tasksPage(cookie);
+      expect(page.status).toBe(307);
+      expect(page.headers.get('location')).toMatch(/\/signin\?callbackUrl=%2Ftasks&reason=expired$/);
+      expect((await fetch(`${server.url}/api/tasks/events`, { headers: { Cookie: cookie } })).status).toBe(401);
+      const session = (await (await fetch(`${server.url}/api/auth/session`, { headers: { Cookie: cookie } })).json()) as { user?: unknown };
+      expect(session.user).toBeUndefined();
+    }
+    expect((await signIn('rotate@example.com', 'the first password', '198.51.100.12')).sessionCookie).toBeUndefined();
+    const fresh = await signIn('rotate@example.com', 'the second password', '198.51.100.13');
+    expect((await tasksPage(fresh.sessionCookie!)).status).toBe(200);
+  });
+});
+
+describe('starting on a public address', () => {
+  it('refuses plain http on a non-loopback HOST and says why', () => {
+    const result = spawnSync(process.execPath, ['scripts/start.mjs'], {
+      cwd: root,
+      env: { ...process.env, HOST: '0.0.0.0', PORT: '1', APP_URL: '', DATABASE_PATH: path.join(dataRoot, 'refused', 'app.db') },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(result.status).toBe(1);
+    expect(result.stderr).toMatch(/APP_URL: must be an https URL when HOST is not a loopback address/);
+    expect(result.stderr).toMatch(/Secure flag/);
+    expect(result.stderr).toMatch(/ALLOW_INSECURE_HTTP=true/);
+    expect(fs.existsSync(path.join(dataRoot, 'refused'))).toBe(false);
+  });
+});

@@ -1,0 +1,203 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes, scryptSync } from 'node:crypto';
+import type { Account, Profile, User as AuthUser } from 'next-auth';
+import type { JWT } from 'next-auth/jwt';
+import { afterAll, beforeEach, describe, expect, it, vi } from 'vitest';
+
+/** Counts scrypt runs (the real function still does the work) to see which sign-ins hash and which do not. */
+const scryptCalls = vi.hoisted(() => ({ count: 0 }));
+vi.mock('node:crypto', async (importOriginal) => {
+  const crypto = await importOriginal<typeof import('node:crypto')>();
+  const scrypt = (...args: Parameters<typeof crypto.scrypt>) => {
+    scryptCalls.count += 1;
+    return (crypto.scrypt as (...a: unknown[]) => void)(...args);
+  };
+  return { ...crypto, scrypt, default: { ...crypto, scrypt } };
+});
+
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'auth-options-'));
+process.env.DATABASE_PATH = path.join(dataDir, 'app.db');
+process.env.NEXTAUTH_SECRET = 'a test secret that is long enough to sign sessions';
+
+const { buildAuthOptions, resolveOAuthSignIn } = await import('@/lib/auth/options');
+const { hashPassword } = await import('@/lib/auth/password');
+const { endAllSessions } = await import('@/lib/auth/accounts');
+const { getDb } = await import('@/db/client');
+const { createUser, getUserByEmail, getUserById } = await import('@/db/queries/users');
+
+afterAll(() => {
+  getDb().$client.close();
+  fs.rmSync(dataDir, { recursive: true, force: true });
+});
+
+let signedInUserId: string | null = null;
+const options = buildAuthOptions({ signedInUserId: async () => signedInUserId });
+beforeEach(() => {
+  signedInUserId = null;
+});
+
+const linkedRows = (userId: string) =>
+  getDb().$client.prepare('SELECT provider, provider_account_id AS providerAccountId FROM linked_accounts WHERE user_id = ?').all(userId);
+const userCount = () => (getDb().$client.prepare('SELECT count(*) AS n FROM users').get() as { n: number }).n;
+let counter = 0;
+const freshEmail = (label: string) => `${label}-${(counter += 1)}@example.com`;
+
+/** What next-auth hands the callbacks after GitHub's userinfo request (ours adds `verifiedPrimaryEmail`). */
+function github(id: number, email: string, verified: boolean) {
+  const profile = { id, login: `user${id}`, name: `GitHub ${id}`, email, verifiedPrimaryEmail: verified ? email : null } as unknown as Profile;
+  const account: Account = { provider: 'github', type: 'oauth', providerAccountId: String(id) };
+  const user: AuthUser = { id: String(id), name: `GitHub ${id}`, email: verified ? email : null };
+  return { profile, account, user };
+}
+
+function google(sub: string, email: string, emailVerified: unknown) {
+  const profile = { sub, email, email_verified: emailVerified, name: `Google ${sub}` } as unknown as Profile;
+  const account: Account = { provider: 'google', type: 'oauth', providerAccountId: sub };
+  const user: AuthUser = { id: sub, name: `Google ${sub}`, email };
+  return { profile, account, user };
+}
+
+/** Runs the sign-in as next-auth does: `signIn`, then (when allowed) `jwt` for the new session token. */
+async function oauthSignIn(input: { profile: Profile; account: Account; user: AuthUser }): Promise<{ allowed: true | string; token?: JWT }> {
+  const allowed = await options.callbacks!.signIn!({ user: input.user, account: input.account, profile: input.profile });
+  if (allowed !== true) return { allowed: allowed as string };
+  const token = await options.callbacks!.jwt!({ token: {}, user: input.user, account: input.account, trigger: 'signIn' });
+  return { allowed, token };
+}
+
+describe('OAuth sign-in', () => {
+  it('joins the account with the same email when GitHub says that primary email is verified', async () => {
+    const email = freshEmail('gh-verified');
+    const existing = createUser({ email, passwordHash: null });
+    const { allowed, token } = await oauthSignIn(github(101, email, true));
+    expect(allowed).toBe(true);
+    expect(token?.uid).toBe(existing.id);
+    expect(linkedRows(existing.id)).toEqual([{ provider: 'github', providerAccountId: '101' }]);
+  });
+
+  it('refuses to join an account by an email GitHub has not verified, and creates nothing', async () => {
+    const email = freshEmail('gh-unverified');
+    const existing = createUser({ email });
+    const before = userCount();
+    const { allowed } = await oauthSignIn(github(102, email, false));
+    expect(allowed).toBe('/signin?error=OAuthEmailNotVerified');
+    expect(linkedRows(existing.id)).toEqual([]);
+    expect(userCount()).toBe(before);
+  });
+
+  it('joins by Google email only when email_verified is true', async () => {
+    const email = freshEmail('google');
+    const existing = createUser({ email });
+    for (const claim of [false, 'false', undefined]) {
+      expect((await oauthSignIn(google('g-1', email, claim))).allowed).toBe('/signin?error=OAuthEmailNotVerified');
+    }
+    expect(linkedRows(existing.id)).toEqual([]);
+    const { allowed, token } = await oauthSignIn(google('g-1', email, true));
+    expect(allowed).toBe(true);
+    expect(token?.uid).toBe(existing.id);
+  });
+
+  it('creates an account for a new verified email and signs in by the provider id from then on', async () => {
+    const email = freshEmail('gh-new');
+    const first = await oauthSignIn(github(103, email, true));
+    const created = getUserByEmail(email)!;
+    expect(first.token?.uid).toBe(created.id);
+    expect(created.passwordHash).toBeNull();
+    // The person later changes their GitHub email (unverified yet): the link, not the email, decides.
+    const again = await oauthSignIn(github(103, freshEmail('gh-changed'), false));
+    expect(again.token?.uid).toBe(created.id);
+    expect(linkedRows(created.id)).toHaveLength(1);
+  });
+
+  it('links any provider account to the person already signed in, verified email or not', async () => {
+    const person = createUser({ email: freshEmail('signed-in') });
+    signedInUserId = person.id;
+    const { allowed, token } = await oauthSignIn(github(104, freshEmail('other-address'), false));
+    expect(allowed).toBe(true);
+    expect(token?.uid).toBe(person.id);
+    expect(linkedRows(person.id)).toEqual([{ provider: 'github', providerAccountId: '104' }]);
+  });
+
+  it('refuses a provider account that belongs to someone else while signed in as another person', async () => {
+    const owner = createUser({ email: freshEmail('owner') });
+    signedInUserId = owner.id;
+    await oauthSignIn(github(105, freshEmail('x'), false));
+    const intruder = createUser({ email: freshEmail('intruder') });
+    signedInUserId = intruder.id;
+    expect((await oauthSignIn(github(105, freshEmail('y'), true))).allowed).toBe('/signin?error=OAuthAccountLinkedElsewhere');
+    expect(linkedRows(intruder.id)).toEqual([]);
+  });
+
+  it('creates no account when sign-up is closed, but still joins existing ones and signs linked ones in', () => {
+    const closed = { signedInUserId: null, allowSignup: false };
+    const before = userCount();
+    const newcomer = { provider: 'github', providerAccountId: '106', email: freshEmail('closed-new'), emailVerified: true, name: null };
+    expect(resolveOAuthSignIn(newcomer, closed)).toEqual({ ok: false, refusal: 'SignupClosed' });
+    expect(userCount()).toBe(before);
+    const existing = createUser({ email: freshEmail('closed-existing') });
+    expect(resolveOAuthSignIn({ ...newcomer, providerAccountId: '107', email: existing.email }, closed)).toEqual({ ok: true, userId: existing.id });
+    expect(resolveOAuthSignIn({ ...newcomer, providerAccountId: '107', email: null, emailVerified: false }, closed)).toEqual({ ok: true, userId: existing.id });
+  });
+
+  it('puts the session generation in the token; a raised generation leaves the session without a user', async () => {
+    const email = freshEmail('generation');
+    const user = createUser({ email });
+    getDb().$client.prepare('UPDATE users SET session_generation = 4 WHERE id = ?').run(user.id);
+    const { token } = await oauthSignIn(github(108, email, true));
+    expect(token?.gen).toBe(4);
+    const read = () =>
+      options.callbacks!.session!({ session: { user: { email }, expires: 'later' }, token: token!, user: undefined as never, newSession: undefined, trigger: 'update' });
+    expect((await read()).user).toMatchObject({ id: user.id, email });
+    endAllSessions(user.id);
+    expect(await read()).toEqual({ expires: 'later' });
+  });
+});
+
+describe('email and password sign-in', () => {
+  const credentials = options.providers.find((provider) => provider.id === 'credentials') as unknown as {
+    options: { authorize(credentials: Record<string, string>, request: object): Promise<AuthUser | null> };
+  };
+  const authorize = (email: string, password: string) => credentials.options.authorize({ email, password }, {});
+
+  it('signs in with the right password only', async () => {
+    const email = freshEmail('password');
+    const user = createUser({ email, passwordHash: await hashPassword('correct horse battery staple') });
+    expect(await authorize(email.toUpperCase(), 'correct horse battery staple')).toMatchObject({ id: user.id });
+    expect(await authorize(email, 'wrong horse battery staple')).toBeNull();
+  });
+
+  it('hashes a dummy for unknown accounts and accounts without a password, as it does for real ones', async () => {
+    const passwordless = createUser({ email: freshEmail('no-password') });
+    for (const email of [freshEmail('nobody'), passwordless.email]) {
+      scryptCalls.count = 0;
+      expect(await authorize(email, 'some password')).toBeNull();
+      expect(scryptCalls.count).toBeGreaterThanOrEqual(1);
+    }
+  });
+
+  it('refuses an over-long password before hashing anything', async () => {
+    const email = freshEmail('long');
+    const longPassword = 'x'.repeat(201);
+    createUser({ email, passwordHash: await hashPassword(longPassword) });
+    scryptCalls.count = 0;
+    expect(await authorize(email, longPassword)).toBeNull();
+    expect(await authorize(email, 'y'.repeat(1_000_000))).toBeNull();
+    expect(scryptCalls.count).toBe(0);
+  });
+
+  it('upgrades a hash with older parameters at sign-in, keeping the password and the sessions', async () => {
+    const email = freshEmail('legacy');
+    const salt = randomBytes(16);
+    const digest = scryptSync('an older password', salt, 64, { N: 16384, r: 8, p: 1 });
+    const legacy = ['scrypt', 16384, 8, 1, salt.toString('base64url'), digest.toString('base64url')].join('$');
+    const user = createUser({ email, passwordHash: legacy });
+    expect(await authorize(email, 'an older password')).toMatchObject({ id: user.id });
+    const upgraded = getUserById(user.id)!;
+    expect(upgraded.passwordHash).not.toBe(legacy);
+    expect(Number(upgraded.passwordHash!.split('$')[1])).toBeGreaterThanOrEqual(2 ** 17);
+    expect(upgraded.sessionGeneration).toBe(user.sessionGeneration);
+    expect(await authorize(email, 'an older password')).toMatchObject({ id: user.id });
+  });
+});

@@ -1,5 +1,6 @@
+import { z } from 'zod';
 import { delayTool } from './delay';
-import { defineTool } from './define';
+import { defineTool, textResult } from './define';
 
 /**
  * Tools that only the tests load (MCP_FIXTURE_TOOLS=1): they let a test see what a real tool does
@@ -23,4 +24,15 @@ export const observedDelayTool = defineTool({
   },
 });
 
-export const fixtureTools = [observedDelayTool];
+/** No real tool requires a task; this one does, so that the rule for such tools is tested. */
+export const requiresTaskTool = defineTool({
+  name: 'fixture_requires_task',
+  description: 'Returns at once, and only when called as a task.',
+  inputSchema: z.object({}),
+  taskSupport: 'required',
+  async run() {
+    return textResult('Ran as a task.');
+  },
+});
+
+export const fixtureTools = [observedDelayTool, requiresTaskTool];

@@ -139,6 +139,15 @@ describe('task lifecycle over raw HTTP', () => {
     expect(await runEnded(task.taskId)).toMatchObject({ ending: 'AbortError' });
   });
 
+  it('refuses a tool that requires a task, called without one, with -32601, and runs it as a task', async () => {
+    const mcp = await session();
+    const error = await mcp.error('tools/call', { name: 'fixture_requires_task', arguments: {} });
+    expect(error.code).toBe(-32601);
+    expect(error.message).toContain('fixture_requires_task must be called as a task');
+    const { task } = await mcp.call('tools/call', { name: 'fixture_requires_task', arguments: {}, task: {} });
+    expect((await mcp.call('tasks/result', { taskId: task.taskId })).content).toEqual([{ type: 'text', text: 'Ran as a task.' }]);
+  });
+
   it("ends a completed task's run by returning", async () => {
     const mcp = await session();
     const { task } = await mcp.call('tools/call', { name: 'fixture_observed_delay', arguments: { seconds: 0 }, task: {} });

@@ -302,13 +302,6 @@ describe('methods', () => {
     expect(tools.length).toBeGreaterThan(0);
   });
 
-  it('refuses a tool that requires a task, called without one, with -32601', async () => {
-    const mcp = await session();
-    const error = await mcp.error('tools/call', { name: 'ask_human', arguments: { question: 'Plainly?' } });
-    expect(error.code).toBe(-32601);
-    expect(error.message).toContain('ask_human must be called as a task');
-  });
-
   it('calls echo directly, and refuses it as a task with -32601', async () => {
     const mcp = await session();
     expect(await mcp.call('tools/call', { name: 'echo', arguments: { text: 'hello' } })).toEqual({ content: [{ type: 'text', text: 'hello' }] });

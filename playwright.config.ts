@@ -7,6 +7,8 @@ export default defineConfig({
   fullyParallel: false,
   workers: 1,
   retries: 0,
+  // A forgotten test.only must fail the run, not quietly skip every other test.
+  forbidOnly: true,
   timeout: 60_000,
   expect: { timeout: 10_000 },
   use: {

@@ -10,5 +10,9 @@ export default defineConfig({
     fileParallelism: false,
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    // A forgotten .only must fail the run, not quietly skip every other test.
+    allowOnly: false,
+    // Stopping a hung test's server must not hang the run either.
+    teardownTimeout: 30_000,
   },
 });

@@ -68,7 +68,16 @@ async function stopGroup(child: ChildProcess): Promise<void> {
 
 /** This server as `npm start` runs it. */
 export async function startOurs(env: Record<string, string> = {}): Promise<Peer & { server: TestServer; token: string }> {
-  const server = await startServer({ TASK_MAX_ACTIVE_PER_USER: '100000', ...env });
+  // Benchmarks measure the server, not its limits.
+  const server = await startServer({
+    TASK_MAX_ACTIVE_PER_USER: '100000',
+    TASK_MAX_STORED_PER_USER: '100000000',
+    RATE_LIMIT_PER_TOKEN: '0',
+    RATE_LIMIT_PER_USER: '0',
+    RATE_LIMIT_TASK_OPERATIONS_PER_USER: '0',
+    RATE_LIMIT_UNKNOWN_TASKS_PER_USER: '0',
+    ...env,
+  });
   const token = createToken(server, 'bench@example.com', 'bench');
   return {
     name: 'this server (npm start: production server)',

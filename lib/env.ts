@@ -26,6 +26,13 @@ const envSchema = z
     CALL_HEARTBEAT_MS: z.coerce.number().int().min(100).max(15_000).default(10_000),
     // Sessions record their last use once a minute, so a shorter timeout could end one in use.
     SESSION_IDLE_TIMEOUT_MS: z.coerce.number().int().min(60_000).default(24 * 60 * 60 * 1000),
+    // Requests per minute on /mcp; 0 switches a limit off. Task operations and unknown task ids count on their own.
+    RATE_LIMIT_PER_TOKEN: z.coerce.number().int().nonnegative().default(1200),
+    RATE_LIMIT_PER_USER: z.coerce.number().int().nonnegative().default(2400),
+    RATE_LIMIT_TASK_OPERATIONS_PER_USER: z.coerce.number().int().nonnegative().default(1200),
+    RATE_LIMIT_UNKNOWN_TASKS_PER_USER: z.coerce.number().int().nonnegative().default(60),
+    TASK_MAX_STORED_PER_USER: positiveInt(10_000),
+    LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
     ALLOW_SIGNUP: flag('true'),
     TRUST_PROXY: flag('false'),
     ALLOW_INSECURE_HTTP: flag('false'),

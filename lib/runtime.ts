@@ -1,9 +1,10 @@
 import packageJson from '@/package.json';
-import { deleteSessionMessagesOlderThan, endIdleMcpSessions, getMcpSessionById } from '@/db/queries/sessions';
+import { deleteEndedMcpSessions, deleteSessionMessagesOlderThan, endIdleMcpSessions, getMcpSessionById } from '@/db/queries/sessions';
 import { getServerSecret } from '@/lib/auth/secret';
 import { getEnv } from '@/lib/env';
 import { abortRequestsInFlight, type McpContext } from '@/lib/mcp/handler';
 import { followClientTask } from '@/lib/mcp/client-task-poller';
+import { logTaskEnds } from '@/lib/mcp/observe';
 import { clientLabel } from '@/lib/mcp/input-requests';
 import { closeAllStreams } from '@/lib/mcp/sse';
 import { SessionStreams } from '@/lib/mcp/session-streams';
@@ -34,11 +35,13 @@ export function getRuntime(): Runtime {
       pageSize: env.TASK_LIST_PAGE_SIZE,
       cursorSecret: getServerSecret(),
       maxActivePerUser: env.TASK_MAX_ACTIVE_PER_USER,
+      maxStoredPerUser: env.TASK_MAX_STORED_PER_USER,
     },
     bus,
   );
   const streams = new SessionStreams(bus, env.CALL_HEARTBEAT_MS);
   bus.subscribe(topics.allTasks, (event) => streams.notifyTaskEvents(event));
+  logTaskEnds(bus);
   const runtime: Runtime = {
     engine,
     mcp: {
@@ -66,7 +69,7 @@ export function getRuntime(): Runtime {
       inputId: input.id,
       clientTaskId: input.clientTaskId,
       label: clientLabel(session),
-    }).catch((error: unknown) => console.error(`Following the client's task ${input.clientTaskId} failed`, error));
+    }).catch((error: unknown) => console.error(`Following the client's task ${JSON.stringify(input.clientTaskId)} failed`, error));
   }
   if (recovered.resumed + recovered.failed > 0) {
     console.log(`Tasks interrupted by the last shutdown: ${recovered.resumed} resumed, ${recovered.failed} failed.`);
@@ -76,6 +79,7 @@ export function getRuntime(): Runtime {
       engine.sweepExpiredTasks();
       deleteSessionMessagesOlderThan(Date.now() - env.SESSION_MESSAGE_RETENTION_MS);
       endIdleMcpSessions(Date.now() - env.SESSION_IDLE_TIMEOUT_MS, streams.openSessionIds());
+      deleteEndedMcpSessions();
     } catch (error) {
       console.error('TTL sweep failed', error);
     }

@@ -1,7 +1,11 @@
 #!/usr/bin/env node
 /**
  * `npm test`: builds the app, runs every suite (unit, integration against the built server, and the
- * browser suite in Chromium when it has specs), then prints one summary line: `N passed, N failed`.
+ * browser suite in Chromium), then prints one summary line: `N passed, N failed`.
+ *
+ * A green summary means every test ran and passed: a test that did not run (skipped, or left out by a
+ * crash in its suite's beforeAll) counts as failed, `.only` fails the run, a suite with fewer tests
+ * than its floor fails, and a suite that runs past its time limit is stopped and fails.
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -12,10 +16,25 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const resultsDir = path.join(root, 'test-results');
 const bin = (name) => path.join(root, 'node_modules', '.bin', name);
 const env = { ...process.env, NEXT_TELEMETRY_DISABLED: '1' };
-const totals = { passed: 0, failed: 0, skipped: 0 };
+const totals = { passed: 0, failed: 0 };
 
-function run(command, args, extraEnv = {}) {
-  return spawnSync(command, args, { cwd: root, stdio: 'inherit', env: { ...env, ...extraEnv } }).status ?? 1;
+/**
+ * The fewest tests each suite may report: a suite that silently loses files or tests fails. Raise a
+ * floor when adding tests.
+ */
+const floors = { all: 221, 'route-handler': 135, playwright: 30 };
+/** The longest each suite may run before it is stopped (a hang fails instead of stalling CI). */
+const timeLimitsMs = { build: 10 * 60_000, vitest: 25 * 60_000, playwright: 20 * 60_000 };
+
+function fail(count, reason) {
+  console.error(`\n${reason}`);
+  totals.failed += count;
+}
+
+function run(command, args, { extraEnv = {}, timeoutMs } = {}) {
+  const result = spawnSync(command, args, { cwd: root, stdio: 'inherit', env: { ...env, ...extraEnv }, timeout: timeoutMs, killSignal: 'SIGKILL' });
+  if (result.error?.code === 'ETIMEDOUT') return { status: 1, timedOut: true };
+  return { status: result.status ?? 1, timedOut: false };
 }
 
 function readJson(file) {
@@ -30,15 +49,30 @@ function readJson(file) {
 function runVitest(pass, args = [], extraEnv = {}) {
   const output = path.join(resultsDir, `vitest-${pass}.json`);
   fs.rmSync(output, { force: true });
-  const status = run(bin('vitest'), ['run', '--reporter=default', '--reporter=json', `--outputFile.json=${output}`, ...args], extraEnv);
+  const { status, timedOut } = run(bin('vitest'), ['run', '--reporter=default', '--reporter=json', `--outputFile.json=${output}`, ...args], {
+    extraEnv,
+    timeoutMs: timeLimitsMs.vitest,
+  });
+  if (timedOut) return fail(1, `vitest (${pass}) ran longer than ${timeLimitsMs.vitest / 60_000} minutes and was stopped.`);
   const report = readJson(output);
-  const passed = report?.numPassedTests ?? 0;
-  let failed = report?.numFailedTests ?? 0;
-  // A suite that fails before its tests run (a crash in beforeAll) counts as a failure too.
-  if (status !== 0 && failed === 0) failed = Math.max(1, report?.numFailedTestSuites ?? 0);
+  if (!report) return fail(1, 'vitest wrote no report.');
+  let passed = 0;
+  let failed = 0;
+  for (const file of report.testResults) {
+    const tests = file.assertionResults;
+    const filePassed = tests.filter((test) => test.status === 'passed').length;
+    // Tests that did not run count as failed: skipped ones, and those a crash in beforeAll left out.
+    const notPassed = tests.length - filePassed;
+    passed += filePassed;
+    failed += file.status === 'failed' ? Math.max(1, notPassed) : notPassed;
+    if (notPassed > 0 && tests.every((test) => test.status !== 'failed')) {
+      console.error(`${path.relative(root, file.name)}: ${notPassed} test(s) did not run${file.message ? ` (${file.message.split('\n')[0]})` : ''}`);
+    }
+  }
+  if (status !== 0 && failed === 0) failed = 1;
   totals.passed += passed;
   totals.failed += failed;
-  totals.skipped += (report?.numPendingTests ?? 0) + (report?.numTodoTests ?? 0);
+  if (report.numTotalTests < floors[pass]) fail(1, `vitest (${pass}) found ${report.numTotalTests} tests, fewer than the floor of ${floors[pass]}.`);
 }
 
 function ensureChromium() {
@@ -46,7 +80,7 @@ function ensureChromium() {
   if (process.getuid?.() === 0) {
     console.log('Installing Chromium for the browser tests (apt-get install chromium)...');
     run('apt-get', ['update', '-qq']);
-    run('apt-get', ['install', '-y', '-qq', 'chromium'], { DEBIAN_FRONTEND: 'noninteractive' });
+    run('apt-get', ['install', '-y', '-qq', 'chromium'], { extraEnv: { DEBIAN_FRONTEND: 'noninteractive' } });
   }
   if (fs.existsSync('/usr/bin/chromium')) return true;
   console.error('The browser tests need Chromium at /usr/bin/chromium. Install it as root: apt-get install -y chromium');
@@ -59,28 +93,32 @@ function hasSpecs(dir) {
 }
 
 function runPlaywright() {
-  if (!hasSpecs(path.join(root, 'tests', 'e2e'))) return;
-  if (!ensureChromium()) {
-    totals.failed += 1;
-    return;
-  }
+  if (!hasSpecs(path.join(root, 'tests', 'e2e'))) return fail(1, 'No browser tests found in tests/e2e.');
+  if (!ensureChromium()) return fail(1, 'The browser tests could not run.');
   const output = path.join(resultsDir, 'playwright.json');
   fs.rmSync(output, { force: true });
-  const status = run(bin('playwright'), ['test', '--reporter=list,json'], { PLAYWRIGHT_JSON_OUTPUT_NAME: output });
+  const { status, timedOut } = run(bin('playwright'), ['test', '--reporter=list,json'], {
+    extraEnv: { PLAYWRIGHT_JSON_OUTPUT_NAME: output },
+    timeoutMs: timeLimitsMs.playwright,
+  });
+  if (timedOut) return fail(1, `playwright ran longer than ${timeLimitsMs.playwright / 60_000} minutes and was stopped.`);
   const stats = readJson(output)?.stats;
-  const passed = (stats?.expected ?? 0) + (stats?.flaky ?? 0);
-  let failed = stats?.unexpected ?? 0;
+  if (!stats) return fail(1, 'playwright wrote no report.');
+  const passed = stats.expected + stats.flaky;
+  // A skipped test did not run: a crash in a beforeAll skips the rest of its file.
+  let failed = stats.unexpected + stats.skipped;
+  if (stats.skipped > 0) console.error(`playwright: ${stats.skipped} test(s) did not run`);
   if (status !== 0 && failed === 0) failed = 1;
   totals.passed += passed;
   totals.failed += failed;
-  totals.skipped += stats?.skipped ?? 0;
+  const total = passed + stats.unexpected + stats.skipped;
+  if (total < floors.playwright) fail(1, `playwright found ${total} tests, fewer than the floor of ${floors.playwright}.`);
 }
 
 fs.mkdirSync(resultsDir, { recursive: true });
 console.log('Building the application...');
-if (run(process.execPath, [path.join(root, 'node_modules', 'next', 'dist', 'bin', 'next'), 'build']) !== 0) {
-  console.log('build failed');
-  totals.failed += 1;
+if (run(process.execPath, [path.join(root, 'node_modules', 'next', 'dist', 'bin', 'next'), 'build'], { timeoutMs: timeLimitsMs.build }).status !== 0) {
+  fail(1, 'build failed');
 } else {
   runVitest('all');
   // The integration suites again with /mcp served by Next's route handler (next start), the mount for
@@ -90,6 +128,5 @@ if (run(process.execPath, [path.join(root, 'node_modules', 'next', 'dist', 'bin'
   runVitest('route-handler', ['tests/integration', '--exclude', 'tests/integration/oauth.test.ts'], { MCP_TEST_MOUNT: 'route-handler' });
   runPlaywright();
 }
-const summary = `${totals.passed} passed, ${totals.failed} failed${totals.skipped ? `, ${totals.skipped} skipped` : ''}`;
-console.log(`\n${summary}`);
+console.log(`\n${totals.passed} passed, ${totals.failed} failed`);
 process.exit(totals.failed > 0 ? 1 : 0);

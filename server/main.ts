@@ -13,7 +13,7 @@ import { normaliseForwardedFor } from '@/lib/auth/client-address';
 import { handleOAuthRequest } from '@/lib/auth/oauth/node-handler';
 import { getServerSecret } from '@/lib/auth/secret';
 import { ConfigError, getEnv } from '@/lib/env';
-import { handleMcp } from '@/lib/mcp/handler';
+import { observeMcp } from '@/lib/mcp/observe';
 import { getRuntime } from '@/lib/runtime';
 import { sendWebResponse, toWebRequest } from './node-bridge';
 
@@ -87,7 +87,7 @@ export async function main({ dev = false } = {}): Promise<void> {
 
   const serveMcp: NodeHandler = async (req, res) => {
     if (!isPath(req, '/mcp')) return false;
-    await sendWebResponse(await handleMcp(await toWebRequest(req, res, env.APP_URL, mcp.maxBodyBytes), mcp), res);
+    await sendWebResponse(await observeMcp(await toWebRequest(req, res, env.APP_URL, mcp.maxBodyBytes), mcp), res);
     return true;
   };
   // The authorization server and its discovery documents (oidc-provider needs the raw Node request).

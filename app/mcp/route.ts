@@ -1,9 +1,10 @@
-import { handleMcp } from '@/lib/mcp/handler';
+import { observeMcp } from '@/lib/mcp/observe';
 import { getRuntime } from '@/lib/runtime';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
 
-const handle = (request: Request) => handleMcp(request, getRuntime().mcp);
+const handle = (request: Request) => observeMcp(request, getRuntime().mcp);
 
-export { handle as GET, handle as POST, handle as DELETE };
+// PUT and PATCH are answered too, so that they get the endpoint's 405 with a reason, not an empty one.
+export { handle as GET, handle as POST, handle as DELETE, handle as PUT, handle as PATCH };

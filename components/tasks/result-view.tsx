@@ -3,19 +3,50 @@ type Block = Record<string, unknown> & { type: string };
 
 const isString = (value: unknown): value is string => typeof value === 'string';
 
+/**
+ * The media types a tool's output may be shown as. The tool names the type, so anything else (SVG
+ * with its scripts, HTML, types a browser sniffs) is only offered as a download of opaque bytes.
+ */
+const shownImageTypes = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'image/avif']);
+const playedAudioTypes = new Set(['audio/mpeg', 'audio/wav', 'audio/x-wav', 'audio/wave', 'audio/ogg', 'audio/webm', 'audio/aac', 'audio/mp4', 'audio/flac']);
+const opaqueType = 'application/octet-stream';
+
+/** The bare, lower-case media type: parameters dropped. */
+const mediaType = (value: unknown) => (isString(value) ? value.split(';')[0].trim().toLowerCase() : '');
+const isBase64 = (value: unknown): value is string => isString(value) && /^[A-Za-z0-9+/]*={0,2}$/.test(value);
+
+function Download({ data, type, label }: { data: string; type: string; label: string }) {
+  const safeType = shownImageTypes.has(type) || playedAudioTypes.has(type) ? type : opaqueType;
+  return (
+    <a href={`data:${safeType};base64,${data}`} download className="text-sm text-blue-700 underline dark:text-blue-400">
+      {label} ({Math.round((data.length * 3) / 4 / 1024)} KiB{type ? `, ${type}` : ''})
+    </a>
+  );
+}
+
 function ContentBlock({ block }: { block: Block }) {
   switch (block.type) {
     case 'text':
       return <p className="whitespace-pre-wrap break-words text-sm">{String(block.text ?? '')}</p>;
-    case 'image':
-      return isString(block.data) && isString(block.mimeType) ? (
+    case 'image': {
+      if (!isBase64(block.data)) return null;
+      const type = mediaType(block.mimeType);
+      return shownImageTypes.has(type) ? (
         // eslint-disable-next-line @next/next/no-img-element -- a data URL from the tool, not an optimisable asset
-        <img src={`data:${block.mimeType};base64,${block.data}`} alt="Image returned by the tool" className="max-h-96 rounded border border-zinc-200 dark:border-zinc-700" />
-      ) : null;
-    case 'audio':
-      return isString(block.data) && isString(block.mimeType) ? (
-        <audio controls src={`data:${block.mimeType};base64,${block.data}`} aria-label="Audio returned by the tool" />
-      ) : null;
+        <img src={`data:${type};base64,${block.data}`} alt="Image returned by the tool" className="max-h-96 rounded border border-zinc-200 dark:border-zinc-700" />
+      ) : (
+        <Download data={block.data} type={type} label="Download the image" />
+      );
+    }
+    case 'audio': {
+      if (!isBase64(block.data)) return null;
+      const type = mediaType(block.mimeType);
+      return playedAudioTypes.has(type) ? (
+        <audio controls src={`data:${type};base64,${block.data}`} aria-label="Audio returned by the tool" />
+      ) : (
+        <Download data={block.data} type={type} label="Download the audio" />
+      );
+    }
     case 'resource_link':
       return (
         <p className="text-sm">
@@ -40,14 +71,8 @@ function ContentBlock({ block }: { block: Block }) {
           </p>
           {isString(resource.text) ? (
             <pre className="overflow-x-auto whitespace-pre-wrap text-sm">{resource.text}</pre>
-          ) : isString(resource.blob) ? (
-            <a
-              href={`data:${String(resource.mimeType ?? 'application/octet-stream')};base64,${resource.blob}`}
-              download
-              className="text-sm text-blue-700 underline dark:text-blue-400"
-            >
-              Download ({Math.round((resource.blob.length * 3) / 4 / 1024)} KiB)
-            </a>
+          ) : isBase64(resource.blob) ? (
+            <Download data={resource.blob} type={mediaType(resource.mimeType)} label="Download" />
           ) : null}
         </div>
       );

@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, inArray, isNull, lt, max, notInArray, sql } from 'drizzle-orm';
+import { and, asc, eq, gt, inArray, isNotNull, isNull, lt, max, notInArray, sql } from 'drizzle-orm';
 import { rowCache } from '../cache';
 import { getDb, preparedQuery } from '../client';
 import { mcpSessions, sessionMessages } from '../schema';
@@ -42,6 +42,11 @@ export function endIdleMcpSessions(cutoff: number, keep: string[]): string[] {
     for (const sessionId of ended) sessionsById.delete(sessionId);
     return ended;
   });
+}
+
+/** Deletes the rows of ended sessions (their messages go with them): an ended session is never used again. */
+export function deleteEndedMcpSessions(): number {
+  return getDb().delete(mcpSessions).where(isNotNull(mcpSessions.endedAt)).run().changes;
 }
 
 /** Ends a live session of this user and drops its undelivered messages; false when there is none. */

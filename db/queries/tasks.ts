@@ -215,6 +215,19 @@ export function countTasksByStatusForUser(userId: string, notExpiredAt: number):
   return Object.fromEntries(rows.map((row) => [row.status, row.n]));
 }
 
+const storedByUserUpTo = preparedQuery((db) => {
+  const stored = db.select({ one: sql`1` }).from(tasks).where(eq(tasks.userId, sql.placeholder('userId'))).limit(sql.placeholder('atMost')).as('stored');
+  return db.select({ n: count() }).from(stored).prepare();
+});
+
+/**
+ * The user's stored tasks, ended ones included, counted up to `atMost`: the count stops there, so a
+ * user with a million tasks costs no more to check than one at the limit.
+ */
+export function countTasksByUserIdUpTo(userId: string, atMost: number): number {
+  return storedByUserUpTo().get({ userId, atMost })?.n ?? 0;
+}
+
 const countActiveByUser = preparedQuery((db) =>
   db
     .select({ n: count() })

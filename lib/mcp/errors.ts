@@ -41,6 +41,7 @@ export class HttpError extends Error {
     readonly rpcCode: number,
     message: string,
     readonly headers: Record<string, string> = {},
+    readonly data?: unknown,
   ) {
     super(message);
   }

@@ -20,6 +20,9 @@ import {
   classifyMessage,
   initializeParamsSchema,
   latestProtocolVersion,
+  maxBatchMessages,
+  maxJsonDepth,
+  nestsDeeperThan,
   parseParams,
   supportedProtocolVersions,
   type IncomingMessage,
@@ -29,6 +32,7 @@ import {
 } from './schema';
 import { followClientTask } from './client-task-poller';
 import { canCancelTasks, clientLabel, parseInputRequestId } from './input-requests';
+import { getRateLimits } from './rate-limit';
 import type { SseStream } from './sse';
 import { taskIdOfCallStream, type SessionStreams } from './session-streams';
 
@@ -81,6 +85,7 @@ export async function handleMcp(request: Request, ctx: McpContext): Promise<Resp
   try {
     requireAllowedOrigin(request, allowedOrigins(ctx.appUrl, ctx.allowedOrigins));
     const caller = authenticate(request, ctx.appUrl);
+    await getRateLimits().admit(request, caller);
     requireSupportedVersionHeader(request);
     switch (request.method) {
       case 'POST':
@@ -170,6 +175,9 @@ async function handlePost(request: Request, ctx: McpContext, caller: Caller): Pr
   } catch {
     return jsonResponse(rpcErrorBody(null, { code: ErrorCode.ParseError, message: 'Parse error: the body is not valid JSON' }), 400);
   }
+  if (nestsDeeperThan(parsed, maxJsonDepth)) {
+    return jsonResponse(rpcErrorBody(null, { code: ErrorCode.InvalidRequest, message: `Invalid Request: the message nests deeper than ${maxJsonDepth} levels` }), 400);
+  }
   if (Array.isArray(parsed)) return handleBatch(request, parsed, ctx, caller);
   const incoming = classifyMessage(parsed);
 
@@ -213,7 +221,7 @@ function receiveResponse(message: JsonRpcResponse, ctx: McpContext, session: Mcp
         clientTaskId: clientTask.taskId,
         pollIntervalMs: typeof clientTask.pollInterval === 'number' ? clientTask.pollInterval : undefined,
         label,
-      }).catch((error: unknown) => console.error(`Following the client's task ${clientTask.taskId} failed`, error));
+      }).catch((error: unknown) => console.error(`Following the client's task ${JSON.stringify(clientTask.taskId)} failed`, error));
     } else if (canCancelTasks(session)) {
       // Answered already, or another copy became the client's task first: this one is not needed.
       ctx.streams.clientRequests.send(session.id, 'tasks/cancel', { taskId: clientTask.taskId }).catch(() => {});
@@ -250,6 +258,9 @@ async function handleBatch(request: Request, messages: unknown[], ctx: McpContex
     throw new RpcError(ErrorCode.InvalidRequest, 'Invalid Request: batches are not supported; send one JSON-RPC message per POST');
   }
   if (messages.length === 0) throw new RpcError(ErrorCode.InvalidRequest, 'Invalid Request: the batch is empty');
+  if (messages.length > maxBatchMessages) {
+    throw new RpcError(ErrorCode.InvalidRequest, `Invalid Request: a batch may hold at most ${maxBatchMessages} messages; it has ${messages.length}`);
+  }
   const replies = await Promise.all(
     messages.map(async (value) => {
       let incoming: IncomingMessage;
@@ -397,7 +408,8 @@ function toErrorObject(error: unknown, method: string): JsonRpcErrorObject {
   if ((error instanceof Error || error instanceof DOMException) && error.name === 'AbortError') {
     return { code: ErrorCode.InternalError, message: `Request ${method} was cancelled` };
   }
-  console.error(`MCP ${method}: unexpected error`, error);
+  // The method is the client's text: quoted and escaped, it cannot forge a log line.
+  console.error(`MCP ${JSON.stringify(method)}: unexpected error`, error);
   return { code: ErrorCode.InternalError, message: `Internal error while handling ${method}` };
 }
 

@@ -15,7 +15,8 @@ export function rpcErrorBody(id: RequestId | null, error: JsonRpcErrorObject) {
 
 /** The response for an HttpError: its status, and a JSON-RPC error body a client can show. */
 export function httpErrorResponse(error: HttpError): Response {
-  return jsonResponse(rpcErrorBody(null, { code: error.rpcCode, message: error.message }), error.status, error.headers);
+  const data = error.data !== undefined ? { data: error.data } : {};
+  return jsonResponse(rpcErrorBody(null, { code: error.rpcCode, message: error.message, ...data }), error.status, error.headers);
 }
 
 /** The media types an Accept header lists (parameters and q-values dropped). */

@@ -82,10 +82,40 @@ export function parseParams<Schema extends z.ZodType>(schema: Schema, params: un
 
 const progressToken = z.union([z.string(), z.number()]);
 
+/** What initialize may ask the server to store about a client: its name, version and capabilities. */
+export const clientInfoLimits = { maxNameLength: 256, maxCapabilitiesBytes: 16 * 1024 } as const;
+
+/**
+ * How deeply a message may nest objects and arrays. JSON.parse takes any depth, but writing such a
+ * value back (to store it, to measure it) overflows the stack: deeper messages are refused at once.
+ */
+export const maxJsonDepth = 64;
+
+/** Whether a parsed JSON value nests deeper than the limit; iterative, so any depth is safe to check. */
+export function nestsDeeperThan(value: unknown, limit: number): boolean {
+  const pending: Array<[unknown, number]> = [[value, 1]];
+  while (pending.length > 0) {
+    const [current, depth] = pending.pop()!;
+    if (typeof current !== 'object' || current === null) continue;
+    if (depth > limit) return true;
+    for (const child of Object.values(current)) pending.push([child, depth + 1]);
+  }
+  return false;
+}
+
+/** The most messages one 2025-03-26 batch may carry. */
+export const maxBatchMessages = 50;
+
 export const initializeParamsSchema = z.object({
-  protocolVersion: z.string(),
-  capabilities: z.record(z.string(), z.unknown()),
-  clientInfo: z.object({ name: z.string(), version: z.string() }).loose(),
+  protocolVersion: z.string().max(64),
+  capabilities: z
+    .record(z.string(), z.unknown())
+    .refine((capabilities) => JSON.stringify(capabilities).length <= clientInfoLimits.maxCapabilitiesBytes, {
+      error: `must be at most ${clientInfoLimits.maxCapabilitiesBytes} bytes of JSON`,
+    }),
+  clientInfo: z
+    .object({ name: z.string().max(clientInfoLimits.maxNameLength), version: z.string().max(clientInfoLimits.maxNameLength) })
+    .loose(),
 });
 
 export const callToolParamsSchema = z.object({

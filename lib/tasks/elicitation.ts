@@ -1,3 +1,5 @@
+import { z } from 'zod';
+
 /**
  * The form-mode elicitation schemas of MCP 2025-11-25: a flat object of primitive fields. One normal
  * form (`fields`) serves the dashboard's form and the validation of every answer, from either side.
@@ -27,6 +29,17 @@ export interface ElicitResponse {
   content?: Record<string, string | number | boolean | string[]>;
 }
 
+/**
+ * What one question may ask and one answer may hold. The caps keep every check linear and small: a
+ * question or answer beyond them is refused before it is looked at further.
+ */
+export const elicitationLimits = {
+  maxFields: 50,
+  maxOptions: 100,
+  maxOptionLength: 500,
+  maxAnswerBytes: 256 * 1024,
+} as const;
+
 type Json = Record<string, unknown>;
 const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
 const num = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) ? value : undefined);
@@ -34,6 +47,17 @@ const str = (value: unknown) => (typeof value === 'string' ? value : undefined);
 
 /** The choices of a select, undefined when the schema has none, or an error for choices that are not strings. */
 function optionsOf(schema: Json): FieldOption[] | undefined | { error: string } {
+  const options = rawOptionsOf(schema);
+  if (!options || 'error' in options) return options;
+  if (options.length === 0) return { error: 'a choice needs at least one option' };
+  if (options.length > elicitationLimits.maxOptions) return { error: `at most ${elicitationLimits.maxOptions} options are allowed` };
+  if (options.some((option) => option.value.length > elicitationLimits.maxOptionLength || option.label.length > elicitationLimits.maxOptionLength)) {
+    return { error: `options may be at most ${elicitationLimits.maxOptionLength} characters` };
+  }
+  return options;
+}
+
+function rawOptionsOf(schema: Json): FieldOption[] | undefined | { error: string } {
   if (Array.isArray(schema.oneOf) || Array.isArray(schema.anyOf)) {
     const choices = (schema.oneOf ?? schema.anyOf) as unknown[];
     if (!choices.every((option) => isObject(option) && typeof option.const === 'string')) return { error: 'every choice needs a string const' };
@@ -54,6 +78,9 @@ const reservedPrefix = '$';
 export function describeFields(requestedSchema: unknown): { ok: true; fields: ElicitationField[] } | { ok: false; message: string } {
   if (!isObject(requestedSchema) || requestedSchema.type !== 'object' || !isObject(requestedSchema.properties)) {
     return { ok: false, message: 'requestedSchema must be an object schema with properties' };
+  }
+  if (Object.keys(requestedSchema.properties).length > elicitationLimits.maxFields) {
+    return { ok: false, message: `requestedSchema may have at most ${elicitationLimits.maxFields} properties` };
   }
   const required = new Set(Array.isArray(requestedSchema.required) ? requestedSchema.required.map(String) : []);
   const fields: ElicitationField[] = [];
@@ -85,51 +112,76 @@ export function describeFields(requestedSchema: unknown): { ok: true; fields: El
   return { ok: true, fields };
 }
 
-const emailPattern = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-const datePattern = /^\d{4}-\d{2}-\d{2}$/;
+/** Text answers longer than this are refused whatever the schema allows (code points). */
+const maxStringLength = 10_000;
+
+// Each check runs on text already capped in length, so its cost is bounded by the caps above.
+const emailSchema = z.email();
+const urlSchema = z.url();
+const dateSchema = z.iso.date();
 /** RFC 3339 date-time: seconds and an offset required; T and Z in either case. */
-const dateTimePattern = /^(\d{4}-\d{2}-\d{2})T([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d+)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$/i;
+const dateTimeSchema = z.iso.datetime({ offset: true });
 
-/** A calendar date that exists (no 31 February): it survives a round trip through Date. */
-const isRealDate = (value: string) => datePattern.test(value) && !Number.isNaN(Date.parse(`${value}T00:00:00Z`)) && new Date(`${value}T00:00:00Z`).toISOString().startsWith(value);
+function stringProblem(field: Extract<ElicitationField, { kind: 'string' }>, value: string): string | undefined {
+  const limit = Math.min(field.maxLength ?? maxStringLength, maxStringLength);
+  // A code point is one or two UTF-16 units: text with more than twice the limit in units is too long for sure.
+  const length = value.length > limit * 2 ? Infinity : [...value].length;
+  if (field.minLength !== undefined && length < field.minLength) return `must be at least ${field.minLength} characters`;
+  if (length > limit) return `must be at most ${limit} characters`;
+  if (field.format === 'email' && !emailSchema.safeParse(value).success) return 'must be an email address';
+  if (field.format === 'uri' && !urlSchema.safeParse(value).success) return 'must be a URL';
+  if (field.format === 'date' && !dateSchema.safeParse(value).success) return 'must be a date (YYYY-MM-DD)';
+  if (field.format === 'date-time' && !dateTimeSchema.safeParse(value.toUpperCase()).success) return 'must be a date and time';
+  return undefined;
+}
 
-function checkField(field: ElicitationField, value: unknown): string | undefined {
+/** The message for a missing value, or for one of the wrong type. */
+const typeError = (wrongType: string) => (issue: { input?: unknown }) => (issue.input === undefined ? 'is required' : wrongType);
+
+/** The zod schema one field's answer must satisfy. */
+function answerSchemaOf(field: ElicitationField): z.ZodType {
   switch (field.kind) {
-    case 'string': {
-      if (typeof value !== 'string') return 'must be text';
-      // Characters as people count them (code points), not UTF-16 units.
-      const length = [...value].length;
-      if (field.minLength !== undefined && length < field.minLength) return `must be at least ${field.minLength} characters`;
-      if (field.maxLength !== undefined && length > field.maxLength) return `must be at most ${field.maxLength} characters`;
-      if (field.format === 'email' && !emailPattern.test(value)) return 'must be an email address';
-      if (field.format === 'uri' && !URL.canParse(value)) return 'must be a URL';
-      if (field.format === 'date' && !isRealDate(value)) return 'must be a date (YYYY-MM-DD)';
-      if (field.format === 'date-time') {
-        const match = dateTimePattern.exec(value);
-        if (!match || !isRealDate(match[1])) return 'must be a date and time';
-      }
-      return undefined;
-    }
+    case 'string':
+      return z.string({ error: typeError('must be text') }).superRefine((value, ctx) => {
+        const problem = stringProblem(field, value);
+        if (problem) ctx.addIssue({ code: 'custom', message: problem });
+      });
     case 'number':
     case 'integer': {
-      if (typeof value !== 'number' || !Number.isFinite(value)) return 'must be a number';
-      if (field.kind === 'integer' && !Number.isInteger(value)) return 'must be a whole number';
-      if (field.minimum !== undefined && value < field.minimum) return `must be at least ${field.minimum}`;
-      if (field.maximum !== undefined && value > field.maximum) return `must be at most ${field.maximum}`;
-      return undefined;
+      let schema = z.number({ error: typeError('must be a number') });
+      if (field.kind === 'integer') schema = schema.int({ error: 'must be a whole number' });
+      if (field.minimum !== undefined) schema = schema.min(field.minimum, { error: `must be at least ${field.minimum}` });
+      if (field.maximum !== undefined) schema = schema.max(field.maximum, { error: `must be at most ${field.maximum}` });
+      return schema;
     }
     case 'boolean':
-      return typeof value === 'boolean' ? undefined : 'must be true or false';
+      return z.boolean({ error: typeError('must be true or false') });
     case 'select':
-      return typeof value === 'string' && field.options.some((option) => option.value === value) ? undefined : 'must be one of the choices';
+      return z.enum(field.options.map((option) => option.value) as [string, ...string[]], { error: typeError('must be one of the choices') });
     case 'multiselect': {
-      if (!Array.isArray(value) || value.some((item) => typeof item !== 'string' || !field.options.some((option) => option.value === item))) {
-        return 'must be a list of the choices';
-      }
-      if (field.minItems !== undefined && value.length < field.minItems) return `choose at least ${field.minItems}`;
-      if (field.maxItems !== undefined && value.length > field.maxItems) return `choose at most ${field.maxItems}`;
-      return undefined;
+      const choice = z.enum(field.options.map((option) => option.value) as [string, ...string[]], { error: 'must be a list of the choices' });
+      // Each choice counts once, so no list is longer than the choices.
+      const most = Math.min(field.maxItems ?? field.options.length, field.options.length);
+      let schema = z.array(choice, { error: typeError('must be a list of the choices') }).max(most, { error: `choose at most ${most}` });
+      if (field.minItems !== undefined) schema = schema.min(field.minItems, { error: `choose at least ${field.minItems}` });
+      return schema.refine((values) => new Set(values).size === values.length, { error: 'must not name a choice twice' });
     }
+  }
+}
+
+/** The zod schema of accepted content: every field, optional unless required, and nothing else. */
+function contentSchemaOf(fields: ElicitationField[]) {
+  const shape: Record<string, z.ZodType> = {};
+  for (const field of fields) shape[field.name] = field.required ? answerSchemaOf(field) : answerSchemaOf(field).optional();
+  return z.strictObject(shape);
+}
+
+/** The size of a value as JSON, or Infinity when it cannot be measured (too deep, cyclic). */
+function jsonSize(value: unknown): number {
+  try {
+    return JSON.stringify(value)?.length ?? 0;
+  } catch {
+    return Infinity;
   }
 }
 
@@ -144,29 +196,28 @@ export function validateElicitResponse(fields: ElicitationField[], raw: unknown)
   if (action !== 'accept') return { ok: true, response: { action } };
   const content = raw.content ?? {};
   if (!isObject(content)) return { ok: false, message: 'content must be an object', fieldErrors: {} };
-  const fieldErrors: Record<string, string> = {};
-  for (const field of fields) {
-    const value = Object.hasOwn(content, field.name) ? content[field.name] : undefined;
-    if (value === undefined || value === null) {
-      if (field.required) fieldErrors[field.name] = 'is required';
-      continue;
-    }
-    const problem = checkField(field, value);
-    if (problem) fieldErrors[field.name] = problem;
+  if (jsonSize(content) > elicitationLimits.maxAnswerBytes) {
+    return { ok: false, message: `Invalid answer: content is larger than ${elicitationLimits.maxAnswerBytes} bytes`, fieldErrors: {} };
   }
-  for (const name of Object.keys(content)) {
-    if (!fields.some((field) => field.name === name)) fieldErrors[name] = 'is not a field of this question';
-  }
-  if (Object.keys(fieldErrors).length > 0) {
-    const message = Object.entries(fieldErrors)
-      .map(([name, problem]) => `${name} ${problem}`)
-      .join('; ');
-    return { ok: false, message: `Invalid answer: ${message}`, fieldErrors };
-  }
-  const accepted = Object.fromEntries(
-    fields.filter((field) => Object.hasOwn(content, field.name) && content[field.name] != null).map((field) => [field.name, content[field.name]]),
+  // Null means "not answered"; a prototype-free copy keeps inherited names (constructor) out of the answer.
+  const given = Object.assign(
+    Object.create(null) as Json,
+    Object.fromEntries(Object.entries(content).filter(([, value]) => value !== null && value !== undefined)),
   );
-  return { ok: true, response: { action, content: accepted as ElicitResponse['content'] } };
+  const parsed = contentSchemaOf(fields).safeParse(given);
+  if (parsed.success) return { ok: true, response: { action, content: { ...parsed.data } as ElicitResponse['content'] } };
+  // A Map, so that a key named __proto__ is reported like any other.
+  const problems = new Map<string, string>();
+  for (const issue of parsed.error.issues) {
+    const names = issue.code === 'unrecognized_keys' ? issue.keys : [String(issue.path[0])];
+    const problem = issue.code === 'unrecognized_keys' ? 'is not a field of this question' : issue.message;
+    for (const name of names) if (!problems.has(name)) problems.set(name, problem);
+  }
+  const fieldErrors = Object.fromEntries(problems);
+  const message = [...problems]
+    .map(([name, problem]) => `${name} ${problem}`)
+    .join('; ');
+  return { ok: false, message: `Invalid answer: ${message}`, fieldErrors };
 }
 
 /** Turns a submitted HTML form into content, typed by the fields (the form itself sends only text). */

@@ -1,5 +1,6 @@
 import {
   countActiveTasksByUserId,
+  countTasksByUserIdUpTo,
   countTasksByStatusForUser,
   deleteExpiredTasks,
   getCallTaskByRequestId,
@@ -44,6 +45,8 @@ export interface EngineConfig {
   cursorSecret: string;
   /** How many working or waiting tasks one user may have at once. */
   maxActivePerUser: number;
+  /** Stored tasks per user, ended ones included: what bounds the database, whatever the ttl. */
+  maxStoredPerUser: number;
 }
 
 /** How often a running task's progress is written; every report is published on the bus at once. */
@@ -109,6 +112,13 @@ export class TaskEngine {
         `Too many active tasks: you have ${active} working or waiting for input (the limit is ${this.config.maxActivePerUser}); cancel some or wait for them to finish`,
       );
     }
+    const stored = countTasksByUserIdUpTo(input.userId, this.config.maxStoredPerUser);
+    if (stored >= this.config.maxStoredPerUser) {
+      throw new TaskError(
+        'limit',
+        `Too many stored tasks: you have ${stored} (the limit is ${this.config.maxStoredPerUser}); they are deleted when their ttl ends`,
+      );
+    }
     const now = Date.now();
     const requested = input.requestedTtlMs ?? this.config.defaultTtlMs;
     // The receiver may override the requested ttl: work that waits for a person gets the time it needs.
@@ -122,7 +132,8 @@ export class TaskEngine {
         clientName: input.client.name,
         clientVersion: input.client.version,
         toolName: input.tool.name,
-        arguments: input.args,
+        // Arguments that do not fit the tool fail the task at once (the run says why): they are not kept.
+        arguments: input.tool.inputSchema.safeParse(input.args).success ? input.args : {},
         status: 'working',
         statusMessage: 'The task is working.',
         createdAt: now,
@@ -137,7 +148,7 @@ export class TaskEngine {
     );
     // Creation is not a transition: the client learns of the task from CreateTaskResult itself.
     this.announce(row, false);
-    this.run(row, input.tool);
+    this.run({ ...row, arguments: input.args }, input.tool);
     return row;
   }
 

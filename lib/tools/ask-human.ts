@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { defineTool, personAnsweringTtlMs, textResult, type ElicitRequest } from './define';
 
+// The bounds are those of an elicitation (lib/tasks/elicitation.ts), checked here so a call beyond them is refused at once.
 export const askHumanTool = defineTool({
   name: 'ask_human',
   title: 'Ask a human',
@@ -10,9 +11,10 @@ export const askHumanTool = defineTool({
     'Call it as a task to poll for the answer, or plainly to wait for it.',
   inputSchema: z.object({
     question: z.string().min(1).describe('The question to ask.'),
-    choices: z.array(z.string().min(1)).min(1).optional().describe('Possible answers to choose from.'),
+    choices: z.array(z.string().min(1).max(500)).min(1).max(100).optional().describe('Possible answers to choose from (at most 100).'),
     fields: z
       .record(z.string(), z.record(z.string(), z.unknown()))
+      .refine((fields) => Object.keys(fields).length <= 50, { error: 'at most 50 fields' })
       .optional()
       .describe('Form fields: an object of elicitation property schemas (string, number, integer, boolean, enum, multi-select); all required.'),
   }),

@@ -2,11 +2,20 @@ import { askHumanTool } from './ask-human';
 import type { ToolDefinition } from './define';
 import { delayTool } from './delay';
 import { echoTool } from './echo';
+import { fixtureTools } from './fixtures';
 import { summarizeTool } from './summarize';
 import { surveyTool } from './survey';
 
 /** Every tool the server offers. To add one, write lib/tools/<name>.ts with defineTool and list it here. */
-export const tools: readonly ToolDefinition[] = [delayTool, echoTool, askHumanTool, surveyTool, summarizeTool] as unknown as ToolDefinition[];
+export const tools: readonly ToolDefinition[] = [
+  delayTool,
+  echoTool,
+  askHumanTool,
+  surveyTool,
+  summarizeTool,
+  // Read at start, not at build: only a test server sets it.
+  ...(process.env.MCP_FIXTURE_TOOLS === '1' ? fixtureTools : []),
+] as unknown as ToolDefinition[];
 
 export function findTool(name: string): ToolDefinition | undefined {
   return tools.find((tool) => tool.name === name);

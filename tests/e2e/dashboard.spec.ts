@@ -205,12 +205,27 @@ test.describe('tokens and live tasks', () => {
     await mcp.initialize();
     const ids: string[] = [];
     for (let i = 0; i < 30; i += 1) ids.push((await mcp.startDelayTask(0, i % 10 === 0 ? { arguments: { seconds: 0, fail: true } } : {})).taskId);
+    const questions: string[] = [];
+    for (let i = 0; i < 2; i += 1) {
+      questions.push((await mcp.call('tools/call', { name: 'ask_human', arguments: { question: `Filter ${i}?` }, task: {} })).task.taskId);
+    }
 
     await page.goto('/tasks');
     await expect(page.locator('tr[data-task-id]')).toHaveCount(25);
     await page.getByRole('link', { name: 'Older →' }).click();
-    await expect(page.locator('tr[data-task-id]')).toHaveCount(5);
+    await expect(page.locator('tr[data-task-id]')).toHaveCount(7);
     await expect(page.locator(`tr[data-task-id="${ids[0]}"]`)).toBeVisible();
+
+    await page.goto('/tasks');
+    await page.getByLabel('Tool').selectOption('ask_human');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await expect(page.locator('tr[data-task-id]')).toHaveCount(2);
+    for (const taskId of questions) await expect(page.locator(`tr[data-task-id="${taskId}"]`)).toBeVisible();
+    await page.getByLabel('Tool').selectOption('delay');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await expect(page.locator('tr[data-task-id]')).toHaveCount(25);
+    for (const taskId of questions) await expect(page.locator(`tr[data-task-id="${taskId}"]`)).toHaveCount(0);
+    await expect(page.locator(`tr[data-task-id="${ids[29]}"]`)).toBeVisible();
 
     await page.goto('/tasks');
     await page.getByLabel('Status').selectOption('failed');

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { expect, password, test, uniqueEmail } from '../fixtures';
-import { connectSdkClient, RawMcp } from '../helpers/mcp';
+import { connectSdkClient, RawMcp, SseReader } from '../helpers/mcp';
 import type { TestServer } from '../helpers/server';
 import { AuthPage } from '../pages/auth';
 import { QuestionsPage } from '../pages/questions';
@@ -171,9 +171,7 @@ test('when the client answers first, the open form shows who answered and what',
   const stream = await mcp.openGetStream();
   await stream.next();
   const started = await mcp.call('tools/call', { name: 'ask_human', arguments: { question: 'Which region?' }, task: {} });
-  let question;
-  do question = await stream.nextMessage();
-  while (question?.method !== 'elicitation/create');
+  const question = await stream.nextMessageWhere((message) => message.method === 'elicitation/create');
   await page.goto(`/tasks/${started.task.taskId}`);
   const questions = new QuestionsPage(page);
   await expect(questions.form('Which region?')).toBeVisible();
@@ -195,20 +193,22 @@ test('a browser answer and a client answer at the same moment: exactly one is ta
   for (let round = 0; round < 4; round += 1) {
     const started = await mcp.call('tools/call', { name: 'ask_human', arguments: { question: `Tie ${round}?` }, task: {} });
     const taskId = started.task.taskId;
-    let question;
-    do question = await stream.nextMessage();
-    while (question?.method !== 'elicitation/create');
+    const question = await stream.nextMessageWhere((message) => message.method === 'elicitation/create');
     await page.goto(`/tasks/${taskId}`);
     await new QuestionsPage(page).form(`Tie ${round}?`).getByLabel('Answer').fill('browser');
     // Both at once: the browser's submit is pressed in the page itself, so it cannot wait for a form the
     // client's answer may already have removed.
-    const [reply] = await Promise.all([
+    const [reply, pressed] = await Promise.all([
       mcp.post({ jsonrpc: '2.0', id: question.id, result: { action: 'accept', content: { answer: 'client' } } }),
       page.evaluate((label) => {
-        document.querySelector<HTMLButtonElement>(`form[aria-label="${label}"] button[value="accept"]`)?.click();
+        const submit = document.querySelector<HTMLButtonElement>(`form[aria-label="${label}"] button[value="accept"]`);
+        submit?.click();
+        return submit !== null;
       }, `Answer: Tie ${round}?`),
     ]);
     expect(reply.status).toBe(202);
+    // The browser half of the race must really have been pressed, or the round proves nothing.
+    expect(pressed).toBe(true);
     const result = await mcp.call('tasks/result', { taskId });
     const winner = result.structuredContent.content.answer;
     expect(['browser', 'client']).toContain(winner);
@@ -229,4 +229,36 @@ test("a task waiting on the client's model says so", async ({ page, server }) =>
   await expect(page.getByTestId('inbox-count')).toHaveCount(0);
   await mcp.call('tasks/cancel', { taskId: started.task.taskId });
   await expect(page.getByText('Withdrawn: the task ended before anyone answered.')).toBeVisible();
+});
+
+test('an answer given in the dashboard withdraws every copy the client was sent', async ({ page, server }) => {
+  const token = await signUpWithToken(page, 'withdrawn');
+  const mcp = await rawClient(server, token, { elicitation: {} });
+  const stream = await mcp.openGetStream();
+  await stream.next();
+  const started = await mcp.call('tools/call', { name: 'ask_human', arguments: { question: 'Who answers?' }, task: {} });
+  const taskId = started.task.taskId;
+  const getCopy = await stream.nextMessageWhere((message) => message.method === 'elicitation/create');
+  // A session is sent one copy at a time: the second copy goes to another session of the same person.
+  const other = await rawClient(server, token, { elicitation: {} });
+  const waiting = await other.post({ jsonrpc: '2.0', id: 'waiting', method: 'tasks/result', params: { taskId } });
+  const reader = new SseReader(waiting);
+  const resultCopy = await reader.nextMessageWhere((message) => message.method === 'elicitation/create');
+
+  await page.goto(`/tasks/${taskId}`);
+  const questions = new QuestionsPage(page);
+  await questions.form('Who answers?').getByLabel('Answer').fill('the dashboard');
+  await questions.submit('Who answers?');
+  await expect(page.getByText(/^Answered in the dashboard/)).toBeVisible();
+
+  const withdrawnHere = await reader.nextMessageWhere((message) => message.method === 'notifications/cancelled');
+  expect(withdrawnHere.params.requestId).toBe(resultCopy.id);
+  const withdrawnThere = await stream.nextMessageWhere((message) => message.method === 'notifications/cancelled');
+  expect(withdrawnThere.params.requestId).toBe(getCopy.id);
+  const final = await reader.nextMessageWhere((message) => message.id === 'waiting');
+  expect(final.result.structuredContent).toMatchObject({ answeredBy: 'dashboard', content: { answer: 'the dashboard' } });
+  // A late answer from the client is accepted and changes nothing.
+  expect((await mcp.post({ jsonrpc: '2.0', id: getCopy.id, result: { action: 'accept', content: { answer: 'late' } } })).status).toBe(202);
+  expect((await mcp.call('tasks/result', { taskId })).structuredContent.content).toEqual({ answer: 'the dashboard' });
+  await stream.close();
 });

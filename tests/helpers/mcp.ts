@@ -67,6 +67,19 @@ export class SseReader {
     }
   }
 
+  /**
+   * The next JSON-RPC message that matches, skipping the others. Throws when the stream ends or the
+   * time runs out first, so a wait for a message that never comes fails instead of spinning.
+   */
+  async nextMessageWhere(matches: (message: Record<string, any>) => boolean, timeoutMs = 10_000): Promise<Record<string, any>> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const message = await this.nextMessage(Math.max(1, deadline - Date.now()));
+      if (!message) throw new Error('the stream ended before the awaited message arrived');
+      if (matches(message)) return message;
+    }
+  }
+
   /** Drops the stream; not awaited, since cancelling under a pending read can wait for the next chunk. */
   async close(): Promise<void> {
     void this.reader.cancel().catch(() => {});

@@ -157,10 +157,13 @@ export function createToken(server: TestServer, email: string, name = 'test'): s
   return result.stdout.trim();
 }
 
-export function revokeToken(server: TestServer, token: string): { status: number | null; stderr: string } {
-  const result = spawnSync(process.execPath, [tsxCli, 'scripts/token.ts', 'revoke', '--token', token], {
+/** Runs the real token:revoke CLI, giving it the token on standard input (or with --token, when asked). */
+export function revokeToken(server: TestServer, token: string, via: 'stdin' | 'argument' = 'stdin'): { status: number | null; stderr: string } {
+  const args = via === 'argument' ? ['--token', token] : [];
+  const result = spawnSync(process.execPath, [tsxCli, 'scripts/token.ts', 'revoke', ...args], {
     cwd: root,
     env: { ...process.env, ...server.env },
+    input: via === 'stdin' ? `${token}\n` : '',
     encoding: 'utf8',
   });
   return { status: result.status, stderr: result.stderr };

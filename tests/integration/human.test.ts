@@ -218,9 +218,7 @@ describe('a client that takes questions as tasks of its own', () => {
     const taskId = await startTool(mcp, 'ask_human', { question: 'Late stream?' });
     await waitForStatus(mcp, taskId, 'input_required');
     const stream = await mcp.openGetStream();
-    let question;
-    do question = await stream.nextMessage();
-    while (question?.method !== 'elicitation/create');
+    const question = await stream.nextMessageWhere((message) => message.method === 'elicitation/create');
     expect(question.params.task.ttl).toBeGreaterThan(0);
     expect(question.params.message).toBe('Late stream?');
     // Answering plainly (not as a task) is accepted too.
@@ -234,9 +232,7 @@ describe('a client that takes questions as tasks of its own', () => {
     const stream = await mcp.openGetStream();
     await stream.next();
     const taskId = await startTool(mcp, 'ask_human', { question: 'Twice?' });
-    let question;
-    do question = await stream.nextMessage();
-    while (question?.method !== 'elicitation/create');
+    const question = await stream.nextMessageWhere((message) => message.method === 'elicitation/create');
     // A session is sent one copy at a time: the second copy goes to another session of the same person.
     const other = await rawSession({ elicitation: {}, tasks: { cancel: {}, requests: { elicitation: { create: {} } } } });
     const otherStream = await other.openGetStream();
@@ -247,11 +243,9 @@ describe('a client that takes questions as tasks of its own', () => {
     const clientTask = (id: string) => ({ task: { taskId: id, status: 'working', createdAt: now, lastUpdatedAt: now, ttl: 60000 } });
     expect((await answer(mcp, question.id, clientTask('client-task-1'))).status).toBe(202);
     expect((await answer(other, second!.id, clientTask('client-task-2'))).status).toBe(202);
-    let cancel;
-    do cancel = await otherStream.nextMessage();
-    while (cancel && cancel.method !== 'tasks/cancel');
+    const cancel = await otherStream.nextMessageWhere((message) => message.method === 'tasks/cancel');
     await otherStream.close();
-    expect(cancel?.params).toEqual({ taskId: 'client-task-2' });
+    expect(cancel.params).toEqual({ taskId: 'client-task-2' });
     expect(server.db().prepare('SELECT client_task_id FROM task_inputs WHERE task_id = ?').get(taskId)).toEqual({ client_task_id: 'client-task-1' });
     await mcp.call('tasks/cancel', { taskId });
     await stream.close();
@@ -394,9 +388,7 @@ describe('questions over raw HTTP', () => {
     const stream = await mcp.openGetStream();
     await stream.next();
     const taskId = await startTool(mcp, 'ask_human', { question: 'From the GET stream?' });
-    let question;
-    do question = await stream.nextMessage();
-    while (question?.method !== 'elicitation/create');
+    const question = await stream.nextMessageWhere((message) => message.method === 'elicitation/create');
     expect(question.params._meta['io.modelcontextprotocol/related-task']).toEqual({ taskId });
     expect((await answer(mcp, question.id, { action: 'accept', content: { answer: 'here' } })).status).toBe(202);
     await waitForStatus(mcp, taskId, 'completed');
@@ -441,9 +433,7 @@ describe('questions over raw HTTP', () => {
     const stream = await mcp.openGetStream();
     await stream.next();
     const taskId = await startTool(mcp, 'ask_human', { question: 'Which copy?' });
-    let getCopy;
-    do getCopy = await stream.nextMessage();
-    while (getCopy?.method !== 'elicitation/create');
+    const getCopy = await stream.nextMessageWhere((message) => message.method === 'elicitation/create');
     // A session is sent one copy at a time: the second copy goes to another session of the same person.
     const other = await rawSession();
     const { reader, id } = await resultStream(other, taskId);
@@ -490,9 +480,7 @@ describe('questions over raw HTTP', () => {
     const other = await rawSession();
     for (let round = 0; round < 12; round += 1) {
       const taskId = await startTool(mcp, 'ask_human', { question: `Race ${round}` });
-      let getCopy;
-      do getCopy = await stream.nextMessage();
-      while (getCopy?.method !== 'elicitation/create');
+      const getCopy = await stream.nextMessageWhere((message) => message.method === 'elicitation/create');
       const { reader } = await resultStream(other, taskId);
       const resultCopy = await reader.nextMessage();
       const replies = await Promise.all([
@@ -500,10 +488,8 @@ describe('questions over raw HTTP', () => {
         answer(other, resultCopy!.id, { action: 'accept', content: { answer: 'result' } }),
       ]);
       expect(replies.map((reply) => reply.status)).toEqual([202, 202]);
-      let final;
-      do final = await reader.nextMessage();
-      while (final && !('result' in final));
-      const winner = final!.result.structuredContent.content.answer;
+      const final = await reader.nextMessageWhere((message) => 'result' in message);
+      const winner = final.result.structuredContent.content.answer;
       expect(['get', 'result']).toContain(winner);
       const row = server.db().prepare('SELECT status, answered_via, response FROM task_inputs WHERE task_id = ?').get(taskId) as any;
       expect(row.status).toBe('answered');

@@ -1,11 +1,13 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RawMcp, sleep } from '../helpers/mcp';
+import { RawMcp } from '../helpers/mcp';
 import { createToken, startServer, type TestServer } from '../helpers/server';
 
 let server: TestServer;
 
 beforeAll(async () => {
-  server = await startServer({ TASK_POLL_INTERVAL_MS: '250' });
+  server = await startServer({ TASK_POLL_INTERVAL_MS: '250', TASK_LIST_PAGE_SIZE: '2' });
 });
 
 afterAll(async () => {
@@ -13,6 +15,26 @@ afterAll(async () => {
 });
 
 describe('kill -9 and a fresh start', () => {
+  it('keeps its generated secret, so list cursors from before a restart still work', async () => {
+    const mcp = new RawMcp(server.mcpUrl, createToken(server, 'cursor@example.com'));
+    await mcp.initialize();
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i += 1) ids.push((await mcp.startDelayTask(0)).taskId);
+    const first = await mcp.call('tasks/list');
+    expect(first.tasks.map((task: any) => task.taskId)).toEqual([ids[2], ids[1]]);
+    expect(first.nextCursor).toEqual(expect.any(String));
+    const secretFile = path.join(server.dataDir, 'secret');
+    const secret = fs.readFileSync(secretFile, 'utf8');
+    expect(secret.trim().length).toBeGreaterThanOrEqual(32);
+
+    await server.kill9();
+    await server.restart();
+    expect(fs.readFileSync(secretFile, 'utf8')).toBe(secret);
+    const second = await mcp.call('tasks/list', { cursor: first.nextCursor });
+    expect(second.tasks.map((task: any) => task.taskId)).toEqual([ids[0]]);
+    expect(second.nextCursor).toBeUndefined();
+  });
+
   it('keeps every task in an honest state and resumes what can resume', async () => {
     const mcp = new RawMcp(server.mcpUrl, createToken(server, 'ada@example.com'));
     await mcp.initialize();
@@ -35,9 +57,9 @@ describe('kill -9 and a fresh start', () => {
          VALUES (?, ?, ?, 'retired_tool', '{}', 'working', 'Working', ?, ?, 600000, ?, 1000)`,
       )
       .run(orphanId, user.id, mcp.sessionId, now, now, now + 600_000);
-    // Progress is stored about once a second.
+    // Progress is stored about once a second; poll for it rather than guess when it lands.
     const storedProgress = () => (server.db().prepare('SELECT progress FROM tasks WHERE id = ?').get(resumable.taskId) as any).progress;
-    await expect.poll(storedProgress, { timeout: 2500, interval: 50 }).toBeGreaterThanOrEqual(1);
+    await expect.poll(storedProgress, { timeout: 10_000, interval: 50 }).toBeGreaterThanOrEqual(1);
     const progressBeforeKill = storedProgress();
 
     await server.kill9();
@@ -83,7 +105,8 @@ describe('kill -9 and a fresh start', () => {
     await stream.next();
     const task = await mcp.startDelayTask(2);
     const waiting = await mcp.post({ jsonrpc: '2.0', id: 'wait', method: 'tasks/result', params: { taskId: task.taskId } });
-    await sleep(600);
+    // Restart once the work is under way, however slow the machine.
+    await expect.poll(() => (server.db().prepare('SELECT progress FROM tasks WHERE id = ?').get(task.taskId) as any).progress, { timeout: 10_000 }).toBeGreaterThan(0);
     await server.restart();
     // Both streams were ended by the shutdown rather than holding it open.
     expect(await stream.next(1000)).toBeNull();

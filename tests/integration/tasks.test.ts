@@ -16,6 +16,7 @@ beforeAll(async () => {
     // Expiry is checked on access here; the sweeper has its own suite.
     TASK_SWEEP_INTERVAL_MS: '3600000',
     TASK_MAX_ACTIVE_PER_USER: '5',
+    MCP_FIXTURE_TOOLS: '1',
   });
   token = createToken(server, 'ada@example.com');
   otherToken = createToken(server, 'bob@example.com');
@@ -97,7 +98,8 @@ describe('with the official SDK client', () => {
           break;
         }
       }
-      await sleep(700);
+      // Cancel once the work is under way (it has reported progress), however slow the machine.
+      await expect.poll(() => (server.db().prepare('SELECT progress FROM tasks WHERE id = ?').get(taskId) as any).progress, { timeout: 10_000 }).toBeGreaterThan(0);
       const cancelled = await client.experimental.tasks.cancelTask(taskId);
       expect(cancelled.status).toBe('cancelled');
       expect(cancelled.statusMessage).toBe('The task was cancelled by request.');
@@ -114,7 +116,45 @@ describe('with the official SDK client', () => {
   });
 });
 
+/** Waits for the line the fixture tool writes when its run() ends; null if none came in time. */
+async function runEnded(taskId: string, timeoutMs = 10_000): Promise<{ ending: string } | null> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const line = server
+      .output()
+      .split('\n')
+      .find((text) => text.startsWith('{"fixture":"run-ended"') && JSON.parse(text).taskId === taskId);
+    if (line) return JSON.parse(line);
+    await sleep(50);
+  }
+  return null;
+}
+
 describe('task lifecycle over raw HTTP', () => {
+  it("cancelling a task ends its tool's run() at once, aborted rather than waited out", async () => {
+    const mcp = await session();
+    const { task } = await mcp.call('tools/call', { name: 'fixture_observed_delay', arguments: { seconds: 30 }, task: {} });
+    expect((await mcp.call('tasks/cancel', { taskId: task.taskId })).status).toBe('cancelled');
+    // The run has 30 s to go: only the abort can end it within the wait.
+    expect(await runEnded(task.taskId)).toMatchObject({ ending: 'AbortError' });
+  });
+
+  it('refuses a tool that requires a task, called without one, with -32601, and runs it as a task', async () => {
+    const mcp = await session();
+    const error = await mcp.error('tools/call', { name: 'fixture_requires_task', arguments: {} });
+    expect(error.code).toBe(-32601);
+    expect(error.message).toContain('fixture_requires_task must be called as a task');
+    const { task } = await mcp.call('tools/call', { name: 'fixture_requires_task', arguments: {}, task: {} });
+    expect((await mcp.call('tasks/result', { taskId: task.taskId })).content).toEqual([{ type: 'text', text: 'Ran as a task.' }]);
+  });
+
+  it("ends a completed task's run by returning", async () => {
+    const mcp = await session();
+    const { task } = await mcp.call('tools/call', { name: 'fixture_observed_delay', arguments: { seconds: 0 }, task: {} });
+    expect(await runEnded(task.taskId)).toMatchObject({ ending: 'returned' });
+    expect((await mcp.call('tasks/get', { taskId: task.taskId })).status).toBe('completed');
+  });
+
   it('returns CreateTaskResult once the row is committed, with the spec fields', async () => {
     const mcp = await session();
     const reply = await mcp.request('tools/call', { name: 'delay', arguments: { seconds: 0.2 }, task: { ttl: 5000 } });
@@ -160,15 +200,18 @@ describe('task lifecycle over raw HTTP', () => {
   it('answers tasks/get with the flat Task and moves lastUpdatedAt on every change', async () => {
     const mcp = await session();
     const created = await mcp.startDelayTask(1.2);
-    await sleep(700);
-    const working = await mcp.call('tasks/get', { taskId: created.taskId });
+    // The first progress report (0.5 s) changes the task; poll for it rather than guess when it comes.
+    let working: any;
+    await expect
+      .poll(async () => (working = await mcp.call('tasks/get', { taskId: created.taskId })).statusMessage, { timeout: 10_000, interval: 50 })
+      .toMatch(/^Waiting: (0.5|1) of 1.2 s done$/);
     expect(Object.keys(working).sort()).toEqual(['createdAt', 'lastUpdatedAt', 'pollInterval', 'status', 'statusMessage', 'taskId', 'ttl']);
     expect(working.status).toBe('working');
-    expect(working.statusMessage).toMatch(/Waiting: 0.5 of 1.2 s done/);
     expect(Date.parse(working.lastUpdatedAt)).toBeGreaterThan(Date.parse(created.lastUpdatedAt));
-    await sleep(1000);
-    const done = await mcp.call('tasks/get', { taskId: created.taskId, task: { ttl: 1 }, _meta: { progressToken: 9 } });
-    expect(done.status).toBe('completed');
+    let done: any;
+    await expect
+      .poll(async () => (done = await mcp.call('tasks/get', { taskId: created.taskId, task: { ttl: 1 }, _meta: { progressToken: 9 } })).status, { timeout: 10_000 })
+      .toBe('completed');
     expect(done.createdAt).toBe(created.createdAt);
     expect(Date.parse(done.lastUpdatedAt)).toBeGreaterThan(Date.parse(working.lastUpdatedAt));
   });
@@ -426,6 +469,21 @@ describe('the TTL sweeper', () => {
     expect((await mcp.error('tasks/get', { taskId: running.taskId })).message).toMatch(/Task not found/);
   });
 
+  it('deletes every row of an expired task: the task, its events and its questions', async () => {
+    const mcp = new RawMcp(sweeping.mcpUrl, createToken(sweeping, 'erin@example.com'));
+    await mcp.initialize(undefined, { elicitation: {} });
+    const { task } = await mcp.call('tools/call', { name: 'ask_human', arguments: { question: 'Gone soon?' }, task: {} });
+    const db = sweeping.db();
+    const count = (table: string, column: string) => (db.prepare(`SELECT count(*) AS n FROM ${table} WHERE ${column} = ?`).get(task.taskId) as { n: number }).n;
+    await expect.poll(() => count('task_inputs', 'task_id')).toBe(1);
+    expect(count('task_events', 'task_id')).toBeGreaterThan(0);
+    // Expire it now, whatever ttl it was granted.
+    db.prepare('UPDATE tasks SET expires_at = ? WHERE id = ?').run(Date.now() - 1, task.taskId);
+    await expect.poll(() => count('tasks', 'id')).toBe(0);
+    expect(count('task_events', 'task_id')).toBe(0);
+    expect(count('task_inputs', 'task_id')).toBe(0);
+  });
+
   it('ends MCP sessions left idle, but not one with its stream open (GET or a long plain call)', async () => {
     const token = createToken(sweeping, 'idle@example.com');
     const idle = new RawMcp(sweeping.mcpUrl, token);
@@ -443,11 +501,11 @@ describe('the TTL sweeper', () => {
       .db()
       .prepare('UPDATE mcp_sessions SET last_seen_at = ? WHERE id IN (?, ?, ?)')
       .run(longAgo, idle.sessionId, watching.sessionId, calling.sessionId);
-    const endedAt = (id?: string) => (sweeping.db().prepare('SELECT ended_at FROM mcp_sessions WHERE id = ?').get(id) as { ended_at: number | null }).ended_at;
-    await expect.poll(() => endedAt(idle.sessionId)).not.toBeNull();
-    await sleep(600);
-    expect(endedAt(watching.sessionId)).toBeNull();
-    expect(endedAt(calling.sessionId)).toBeNull();
+    const row = (id?: string) => sweeping.db().prepare('SELECT ended_at FROM mcp_sessions WHERE id = ?').get(id) as { ended_at: number | null } | undefined;
+    // One sweep ends the idle session and deletes its row; the same sweep kept the ones in use.
+    await expect.poll(() => row(idle.sessionId)).toBeUndefined();
+    expect(row(watching.sessionId)).toEqual({ ended_at: null });
+    expect(row(calling.sessionId)).toEqual({ ended_at: null });
     expect((await idle.request('ping')).status).toBe(404);
     expect((await watching.request('ping')).status).toBe(200);
     await calling.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'long' } });

@@ -1,5 +1,7 @@
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RawMcp } from '../helpers/mcp';
+import { RawMcp, SseReader } from '../helpers/mcp';
 import { createToken, revokeToken, startServer, type TestServer } from '../helpers/server';
 
 let server: TestServer;
@@ -74,11 +76,17 @@ describe('authentication', () => {
   });
 
   it('stores tokens only as hashes', () => {
-    const rows = server.db().prepare('SELECT token_hash, last_four FROM access_tokens').all() as Array<{ token_hash: string; last_four: string }>;
+    expect(token).toMatch(/^mcp_pat_[A-Za-z0-9_-]{43}$/);
+    const rows = server.db().prepare('SELECT * FROM access_tokens').all() as Array<Record<string, unknown>>;
     expect(rows.length).toBeGreaterThan(0);
     for (const row of rows) expect(row.token_hash).toMatch(/^[0-9a-f]{64}$/);
-    expect(rows.some((row) => row.token_hash.includes(token.slice(8)))).toBe(false);
-    expect(token).toMatch(/^mcp_pat_[A-Za-z0-9_-]{43}$/);
+    expect(rows.map((row) => row.token_hash)).toContain(createHash('sha256').update(token).digest('hex'));
+    // The secret part of the token is nowhere in the database: not in a column, not in the file or its log.
+    const secret = token.slice('mcp_pat_'.length);
+    expect(JSON.stringify(rows)).not.toContain(secret);
+    for (const file of [server.dbPath, `${server.dbPath}-wal`].filter((path) => fs.existsSync(path))) {
+      expect(fs.readFileSync(file).includes(secret)).toBe(false);
+    }
   });
 });
 
@@ -368,6 +376,21 @@ describe('cancellation and revocation', () => {
       expect(message.id).toBeUndefined();
     }
     expect(Date.now() - started).toBeLessThan(5000);
+  });
+
+  it('cuts off a POST stream (a waiting tasks/result) when its token is revoked', async () => {
+    const doomed = createToken(server, 'ada@example.com', 'post-stream-doomed');
+    const mcp = new RawMcp(server.mcpUrl, doomed);
+    await mcp.initialize();
+    const task = await mcp.startDelayTask(120);
+    const response = await mcp.post({ jsonrpc: '2.0', id: 'waiting', method: 'tasks/result', params: { taskId: task.taskId } });
+    expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const reader = new SseReader(response);
+    expect(revokeToken(server, doomed).status).toBe(0);
+    // Whatever it carries first, the stream must end (null) well before the task would, with no result.
+    for (let message = await reader.nextMessage(12_000); message; message = await reader.nextMessage(12_000)) {
+      expect(message.id).not.toBe('waiting');
+    }
   });
 
   it('cuts off open streams when their token is revoked', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { contentFromForm, describeFields, validateElicitResponse, type ElicitationField } from '@/lib/tasks/elicitation';
+import { contentFromForm, describeFields, elicitationLimits, validateElicitResponse, type ElicitationField } from '@/lib/tasks/elicitation';
 
 function fieldsOf(properties: Record<string, unknown>, required: string[] = Object.keys(properties)): ElicitationField[] {
   const described = describeFields({ type: 'object', properties, required });
@@ -109,5 +109,68 @@ describe('answers', () => {
     form.set('t', '2026-12-01T09:30');
     form.set('s', '');
     expect(contentFromForm(fields, form)).toEqual({ n: 4.5, b: false, m: ['a', 'b'], t: '2026-12-01T09:30:00Z' });
+  });
+});
+
+describe('answers from a hostile client', () => {
+  // The timeout only guards against a hang: before the caps, this answer kept the event loop busy for minutes.
+  it('refuses a 1 MB answer built to make an email check backtrack', { timeout: 2000 }, () => {
+    const fields = fieldsOf({ email: { type: 'string', format: 'email' } });
+    const refused = accept(fields, { email: `a@${'.'.repeat(1024 * 1024)} ` });
+    expect(refused.ok).toBe(false);
+  });
+
+  it('refuses the same pattern within the size caps as not an email', { timeout: 2000 }, () => {
+    const fields = fieldsOf({ email: { type: 'string', format: 'email' } });
+    const refused = accept(fields, { email: `a@${'.'.repeat(9000)} ` });
+    expect(refused).toMatchObject({ ok: false, fieldErrors: { email: 'must be an email address' } });
+    expect(accept(fields, { email: 'ada@example.com' }).ok).toBe(true);
+  });
+
+  it('caps text at 10,000 characters even when the schema sets no maximum', () => {
+    const fields = fieldsOf({ s: { type: 'string' } });
+    expect(accept(fields, { s: 'x'.repeat(10_000) }).ok).toBe(true);
+    expect(accept(fields, { s: 'x'.repeat(10_001) })).toMatchObject({ ok: false, fieldErrors: { s: 'must be at most 10000 characters' } });
+  });
+
+  it('refuses content larger than the answer limit before checking its fields', () => {
+    const fields = fieldsOf({ s: { type: 'string' } }, []);
+    const refused = accept(fields, { s: 'x', padding: 'y'.repeat(elicitationLimits.maxAnswerBytes) });
+    expect(refused).toMatchObject({ ok: false, fieldErrors: {} });
+    if (!refused.ok) expect(refused.message).toContain('larger than');
+  });
+
+  it('names every unknown key of a large answer once, in time linear in its size', { timeout: 2000 }, () => {
+    const fields = fieldsOf(Object.fromEntries(Array.from({ length: elicitationLimits.maxFields }, (_, index) => [`f${index}`, { type: 'string' }])), []);
+    const content = Object.fromEntries(Array.from({ length: 20_000 }, (_, index) => [`k${index}`, 1]));
+    const refused = accept(fields, content);
+    expect(refused.ok).toBe(false);
+    if (!refused.ok) expect(Object.keys(refused.fieldErrors)).toHaveLength(20_000);
+  });
+
+  it('refuses a multi-select that repeats a choice or lists more than there are', () => {
+    const fields = fieldsOf({ m: { type: 'array', items: { type: 'string', enum: ['a', 'b'] } } });
+    expect(accept(fields, { m: ['a', 'b'] }).ok).toBe(true);
+    expect(accept(fields, { m: ['a', 'a'] }).ok).toBe(false);
+    expect(accept(fields, { m: ['a', 'b', 'a', 'b'] })).toMatchObject({ ok: false, fieldErrors: { m: 'choose at most 2' } });
+    expect(accept(fields, { m: ['a', 'c'] })).toMatchObject({ ok: false, fieldErrors: { m: 'must be a list of the choices' } });
+  });
+
+  it('refuses questions with too many fields or options, or overlong options', () => {
+    const many = (count: number) => Array.from({ length: count }, (_, index) => `o${index}`);
+    const tooManyFields = Object.fromEntries(many(elicitationLimits.maxFields + 1).map((name) => [name, { type: 'string' }]));
+    expect(describeFields({ type: 'object', properties: tooManyFields }).ok).toBe(false);
+    expect(describeFields({ type: 'object', properties: { x: { type: 'string', enum: many(elicitationLimits.maxOptions) } } }).ok).toBe(true);
+    expect(describeFields({ type: 'object', properties: { x: { type: 'string', enum: many(elicitationLimits.maxOptions + 1) } } }).ok).toBe(false);
+    expect(describeFields({ type: 'object', properties: { x: { type: 'array', items: { enum: many(elicitationLimits.maxOptions + 1) } } } }).ok).toBe(false);
+    expect(describeFields({ type: 'object', properties: { x: { type: 'string', enum: ['x'.repeat(501)] } } }).ok).toBe(false);
+    expect(describeFields({ type: 'object', properties: { x: { type: 'string', enum: [] } } }).ok).toBe(false);
+  });
+
+  it('keeps a key named __proto__ an ordinary unknown field', () => {
+    const fields = fieldsOf({ s: { type: 'string' } }, []);
+    const refused = validateElicitResponse(fields, JSON.parse('{"action":"accept","content":{"__proto__":{"s":"x"}}}'));
+    expect(refused.ok).toBe(false);
+    if (!refused.ok) expect(Object.entries(refused.fieldErrors)).toEqual([['__proto__', 'is not a field of this question']]);
   });
 });

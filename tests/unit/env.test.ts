@@ -55,6 +55,21 @@ describe('configuration', () => {
     expect(() => parseEnv({ TASK_DEFAULT_TTL_MS: '5000', TASK_MAX_TTL_MS: '1000' })).toThrow(/TASK_DEFAULT_TTL_MS: must not exceed TASK_MAX_TTL_MS/);
   });
 
+  it('has rate limits, a stored-task cap and a log level, each of which can be changed or switched off', () => {
+    expect(parseEnv({})).toMatchObject({
+      RATE_LIMIT_PER_TOKEN: 1200,
+      RATE_LIMIT_PER_USER: 2400,
+      RATE_LIMIT_TASK_OPERATIONS_PER_USER: 1200,
+      RATE_LIMIT_UNKNOWN_TASKS_PER_USER: 60,
+      TASK_MAX_STORED_PER_USER: 10_000,
+      LOG_LEVEL: 'info',
+    });
+    expect(parseEnv({ RATE_LIMIT_PER_TOKEN: '0', LOG_LEVEL: 'silent' })).toMatchObject({ RATE_LIMIT_PER_TOKEN: 0, LOG_LEVEL: 'silent' });
+    expect(() => parseEnv({ RATE_LIMIT_PER_USER: '-1' })).toThrow(/RATE_LIMIT_PER_USER/);
+    expect(() => parseEnv({ TASK_MAX_STORED_PER_USER: '0' })).toThrow(/TASK_MAX_STORED_PER_USER/);
+    expect(() => parseEnv({ LOG_LEVEL: 'loud' })).toThrow(/LOG_LEVEL/);
+  });
+
   it('refuses to serve a non-loopback address over http unless told to, and says why', () => {
     for (const HOST of ['0.0.0.0', '192.168.1.20', '::', 'tasks.example.com']) {
       expect(() => parseEnv({ HOST })).toThrow(ConfigError);

@@ -2,32 +2,38 @@
 
 import { revalidatePath } from 'next/cache';
 import { z } from 'zod';
-import { getCurrentUser } from '@/lib/auth/session';
 import { issueAccessToken, revokeAccessToken } from '@/lib/auth/tokens';
+import { formActionArguments, validatedActionWithUser } from '@/lib/validated-action';
 
 export type CreateTokenState = { token?: string; name?: string; error?: string };
 
 const expiryDays = z.enum(['never', '7', '30', '90', '365']);
 const sessionExpired = 'Your session has expired. Sign in again to manage tokens.';
 
-export async function createTokenAction(_previous: CreateTokenState, form: FormData): Promise<CreateTokenState> {
-  const user = await getCurrentUser();
-  if (!user) return { error: sessionExpired };
-  const name = String(form.get('name') ?? '').trim();
-  if (!name) return { error: 'Give the token a name, such as the client or machine that will use it.' };
-  if (name.length > 100) return { error: 'Use a name of at most 100 characters.' };
-  const expiry = expiryDays.safeParse(form.get('expires') ?? 'never');
-  if (!expiry.success) return { error: 'Choose when the token expires.' };
-  const expiresAt = expiry.data === 'never' ? null : Date.now() + Number(expiry.data) * 24 * 60 * 60 * 1000;
-  const { token } = issueAccessToken({ userId: user.id, name, expiresAt });
-  revalidatePath('/tokens');
-  return { token, name };
-}
+export const createTokenAction = validatedActionWithUser(
+  formActionArguments,
+  { signedOut: { error: sessionExpired } as CreateTokenState, invalid: { error: 'The form could not be read; reload the page.' } as CreateTokenState },
+  async (user, _previous, form): Promise<CreateTokenState> => {
+    const name = String(form.get('name') ?? '').trim();
+    if (!name) return { error: 'Give the token a name, such as the client or machine that will use it.' };
+    if (name.length > 100) return { error: 'Use a name of at most 100 characters.' };
+    const expiry = expiryDays.safeParse(form.get('expires') ?? 'never');
+    if (!expiry.success) return { error: 'Choose when the token expires.' };
+    const expiresAt = expiry.data === 'never' ? null : Date.now() + Number(expiry.data) * 24 * 60 * 60 * 1000;
+    const { token } = issueAccessToken({ userId: user.id, name, expiresAt });
+    revalidatePath('/tokens');
+    return { token, name };
+  },
+);
 
-export async function revokeTokenAction(tokenId: string): Promise<{ error?: string }> {
-  const user = await getCurrentUser();
-  if (!user) return { error: sessionExpired };
-  if (!revokeAccessToken(tokenId, user.id)) return { error: 'This token is already revoked or does not exist.' };
-  revalidatePath('/tokens');
-  return {};
-}
+const notRevocable = 'This token is already revoked or does not exist.';
+
+export const revokeTokenAction = validatedActionWithUser(
+  z.tuple([z.string().max(100)]),
+  { signedOut: { error: sessionExpired } as { error?: string }, invalid: { error: notRevocable } as { error?: string } },
+  async (user, tokenId): Promise<{ error?: string }> => {
+    if (!revokeAccessToken(tokenId, user.id)) return { error: notRevocable };
+    revalidatePath('/tokens');
+    return {};
+  },
+);

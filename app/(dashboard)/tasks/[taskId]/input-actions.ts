@@ -1,9 +1,10 @@
 'use server';
 
 import { revalidatePath } from 'next/cache';
-import { getCurrentUser } from '@/lib/auth/session';
+import { z } from 'zod';
 import { getRuntime } from '@/lib/runtime';
 import { contentFromForm, describeFields } from '@/lib/tasks/elicitation';
+import { validatedActionWithUser } from '@/lib/validated-action';
 
 /** The name of the form's button field; schemas may not use names starting with "$". */
 const actionField = '$action';
@@ -17,25 +18,30 @@ export type AnswerState = {
 };
 
 /** Answers a task's question from the dashboard: validated against its schema, first answer wins. */
-export async function answerQuestionAction(inputId: string, _previous: AnswerState, form: FormData): Promise<AnswerState> {
-  const user = await getCurrentUser();
-  if (!user) return { ok: false, message: 'Your session has expired. Sign in again to answer.' };
-  const { engine } = getRuntime();
-  const input = engine.inputs.get(inputId);
-  if (!input || input.userId !== user.id || input.kind !== 'elicitation') return { ok: false, message: 'This question no longer exists.' };
-  const fields = describeFields(input.request.requestedSchema);
-  if (!fields.ok) return { ok: false, message: `This question cannot be answered here: ${fields.message}` };
-  const intent = String(form.get(actionField) ?? 'accept');
-  const action = intent === 'decline' || intent === 'cancel' ? intent : 'accept';
-  const response = action === 'accept' ? { action, content: contentFromForm(fields.fields, form) } : { action };
-  const outcome = engine.inputs.answer(inputId, user.id, response, 'dashboard', user.email);
-  revalidatePath(`/tasks/${input.taskId}`);
-  if (outcome.ok) return { ok: true };
-  const values = Object.fromEntries(
-    fields.fields.map((field) => [
-      field.name,
-      field.kind === 'multiselect' ? form.getAll(field.name).map(String) : field.kind === 'boolean' ? form.get(field.name) === 'on' : String(form.get(field.name) ?? ''),
-    ]),
-  );
-  return { ok: false, message: outcome.message, fieldErrors: outcome.fieldErrors, values };
-}
+export const answerQuestionAction = validatedActionWithUser(
+  z.tuple([z.string().max(100), z.unknown(), z.instanceof(FormData)]),
+  {
+    signedOut: { ok: false, message: 'Your session has expired. Sign in again to answer.' } as AnswerState,
+    invalid: { ok: false, message: 'This question no longer exists.' } as AnswerState,
+  },
+  async (user, inputId, _previous, form): Promise<AnswerState> => {
+    const { engine } = getRuntime();
+    const input = engine.inputs.get(inputId);
+    if (!input || input.userId !== user.id || input.kind !== 'elicitation') return { ok: false, message: 'This question no longer exists.' };
+    const fields = describeFields(input.request.requestedSchema);
+    if (!fields.ok) return { ok: false, message: `This question cannot be answered here: ${fields.message}` };
+    const intent = String(form.get(actionField) ?? 'accept');
+    const action = intent === 'decline' || intent === 'cancel' ? intent : 'accept';
+    const response = action === 'accept' ? { action, content: contentFromForm(fields.fields, form) } : { action };
+    const outcome = engine.inputs.answer(inputId, user.id, response, 'dashboard', user.email);
+    revalidatePath(`/tasks/${input.taskId}`);
+    if (outcome.ok) return { ok: true };
+    const values = Object.fromEntries(
+      fields.fields.map((field) => [
+        field.name,
+        field.kind === 'multiselect' ? form.getAll(field.name).map(String) : field.kind === 'boolean' ? form.get(field.name) === 'on' : String(form.get(field.name) ?? ''),
+      ]),
+    );
+    return { ok: false, message: outcome.message, fieldErrors: outcome.fieldErrors, values };
+  },
+);

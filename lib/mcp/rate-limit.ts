@@ -1,0 +1,103 @@
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { getEnv } from '@/lib/env';
+import { HttpError } from './errors';
+import { messageOf, noteCaller, type RequestCaller } from './request-facts';
+
+/** JSON-RPC server error code of a refusal for too many requests; HTTP says 429. */
+export const rateLimitedCode = -32029;
+
+/** Requests per minute; 0 switches a limit off. */
+export interface RateLimits {
+  perToken: number;
+  perUser: number;
+  taskOperationsPerUser: number;
+  unknownTasksPerUser: number;
+}
+
+const taskOperations = new Set(['tasks/get', 'tasks/result', 'tasks/list', 'tasks/cancel']);
+const taskLookups = new Set(['tasks/get', 'tasks/result', 'tasks/cancel']);
+
+const minuteLimiter = (points: number) => (points > 0 ? new RateLimiterMemory({ points, duration: 60 }) : undefined);
+
+function refusal(what: string, msBeforeNext: number): HttpError {
+  const retryAfterSeconds = Math.max(1, Math.ceil(msBeforeNext / 1000));
+  return new HttpError(
+    429,
+    rateLimitedCode,
+    `Too Many Requests: ${what}; retry after ${retryAfterSeconds} seconds`,
+    { 'Retry-After': String(retryAfterSeconds) },
+    { retryAfterSeconds },
+  );
+}
+
+/**
+ * The /mcp rate limits (fixed one-minute windows, in this process's memory: instances sharing a
+ * database each count on their own). The Tasks specification asks receivers to rate-limit task
+ * operations; lookups of task ids that do not exist are counted apart, so probing for ids is slowed
+ * far sooner than normal polling.
+ */
+export class McpRateLimits {
+  private readonly perToken;
+  private readonly perUser;
+  private readonly taskOperations;
+  private readonly unknownTasks;
+
+  constructor(private readonly limits: RateLimits) {
+    this.perToken = minuteLimiter(limits.perToken);
+    this.perUser = minuteLimiter(limits.perUser);
+    this.taskOperations = minuteLimiter(limits.taskOperationsPerUser);
+    this.unknownTasks = minuteLimiter(limits.unknownTasksPerUser);
+  }
+
+  /** Counts one request of this caller, or throws a 429 HttpError saying when to retry. */
+  async admit(request: Request, caller: RequestCaller): Promise<void> {
+    noteCaller(request, caller);
+    const message = await messageOf(request);
+    // Each message of a batch counts as one request.
+    const count = Math.max(1, message?.batchSize ?? 1);
+    await take(this.perToken, `token:${caller.tokenId}`, 'this access token sent too many requests', count);
+    await take(this.perUser, `user:${caller.userId}`, 'this account sent too many requests', count);
+    const method = message?.method;
+    if (!method) return;
+    if (taskLookups.has(method) && this.unknownTasks) {
+      const probing = await this.unknownTasks.get(caller.userId);
+      if (probing && probing.consumedPoints >= this.limits.unknownTasksPerUser) {
+        throw refusal('too many lookups of tasks that do not exist', probing.msBeforeNext);
+      }
+    }
+    if (taskOperations.has(method) || message.asTask) {
+      await take(this.taskOperations, `user:${caller.userId}`, 'this account sent too many task operations');
+    }
+  }
+
+  /** Counts a lookup of a task id that this user has no task with. */
+  async noteUnknownTask(userId: string): Promise<void> {
+    await this.unknownTasks?.consume(userId).catch(() => {});
+  }
+}
+
+async function take(limiter: RateLimiterMemory | undefined, key: string, what: string, points = 1): Promise<void> {
+  if (!limiter) return;
+  try {
+    await limiter.consume(key, points);
+  } catch (rejection) {
+    if (rejection instanceof RateLimiterRes) throw refusal(what, rejection.msBeforeNext);
+    throw rejection;
+  }
+}
+
+const globalForLimits = globalThis as unknown as { __mcpTaskServerRateLimits?: McpRateLimits };
+
+/** The limits of this process, from the configuration; shared by every bundle that loads this module. */
+export function getRateLimits(): McpRateLimits {
+  if (!globalForLimits.__mcpTaskServerRateLimits) {
+    const env = getEnv();
+    globalForLimits.__mcpTaskServerRateLimits = new McpRateLimits({
+      perToken: env.RATE_LIMIT_PER_TOKEN,
+      perUser: env.RATE_LIMIT_PER_USER,
+      taskOperationsPerUser: env.RATE_LIMIT_TASK_OPERATIONS_PER_USER,
+      unknownTasksPerUser: env.RATE_LIMIT_UNKNOWN_TASKS_PER_USER,
+    });
+  }
+  return globalForLimits.__mcpTaskServerRateLimits;
+}

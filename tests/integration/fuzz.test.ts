@@ -1,0 +1,84 @@
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { groupRssKib } from '../../bench/util';
+import { fuzzRequest, sendFuzzRequest, type FuzzTargets } from '../fuzz/requests';
+import { RawMcp } from '../helpers/mcp';
+import { createToken, startServer, type TestServer } from '../helpers/server';
+
+/** Requests per property run, sent at once; `npm run fuzz` raises the number of runs. */
+const requestsPerRun = 10;
+const runs = Number(process.env.FUZZ_RUNS ?? 1000);
+
+let server: TestServer;
+let targets: FuzzTargets;
+let ownResult: unknown;
+let foreignResult: unknown;
+let own: RawMcp;
+let foreign: RawMcp;
+
+beforeAll(async () => {
+  server = await startServer({
+    RATE_LIMIT_PER_TOKEN: '0',
+    RATE_LIMIT_PER_USER: '0',
+    RATE_LIMIT_TASK_OPERATIONS_PER_USER: '0',
+    RATE_LIMIT_UNKNOWN_TASKS_PER_USER: '0',
+    TASK_MAX_ACTIVE_PER_USER: '1000000',
+    TASK_MAX_STORED_PER_USER: '1000000',
+    LOG_LEVEL: 'warn',
+  });
+  const token = createToken(server, 'fuzzer@example.com');
+  const foreignToken = createToken(server, 'bystander@example.com');
+  own = new RawMcp(server.mcpUrl, token);
+  await own.initialize();
+  const batches = new RawMcp(server.mcpUrl, token);
+  await batches.initialize('2025-03-26');
+  foreign = new RawMcp(server.mcpUrl, foreignToken);
+  await foreign.initialize();
+  const ownTask = await own.startDelayTask(0);
+  const foreignTask = await foreign.startDelayTask(0);
+  ownResult = await own.call('tasks/result', { taskId: ownTask.taskId });
+  foreignResult = await foreign.call('tasks/result', { taskId: foreignTask.taskId });
+  targets = {
+    mcpUrl: server.mcpUrl,
+    token,
+    foreignToken,
+    sessionId: own.sessionId!,
+    batchSessionId: batches.sessionId!,
+    foreignSessionId: foreign.sessionId!,
+    ownTaskId: ownTask.taskId,
+    foreignTaskId: foreignTask.taskId,
+  };
+});
+
+afterAll(async () => {
+  await server?.stop();
+});
+
+async function fuzz(numRuns: number, seed?: number): Promise<void> {
+  await fc.assert(
+    fc.asyncProperty(fc.array(fuzzRequest(targets), { minLength: requestsPerRun, maxLength: requestsPerRun }), async (requests) => {
+      const problems = (await Promise.all(requests.map((request) => sendFuzzRequest(targets.mcpUrl, request)))).filter(Boolean);
+      if (problems.length > 0) throw new Error(problems.join('\n'));
+    }),
+    { numRuns, seed, endOnFailure: true },
+  );
+}
+
+describe('fuzzing the endpoint with generated requests', () => {
+  it(`answers ${runs * requestsPerRun} malformed, mistyped, oversized and misaddressed requests with errors, never a 5xx, and loses nothing`, { timeout: Math.max(300_000, runs * 400) }, async () => {
+    const group = server.pid();
+    // A first tenth warms the server up, so that what it keeps afterwards is measured against a warm start.
+    await fuzz(Math.ceil(runs / 10));
+    const warmKib = groupRssKib(group).totalKib;
+    await fuzz(runs - Math.ceil(runs / 10));
+
+    expect((await own.request('ping')).body).toEqual({ jsonrpc: '2.0', id: expect.any(Number), result: {} });
+    expect(await own.call('tasks/result', { taskId: targets.ownTaskId })).toEqual(ownResult);
+    expect(await foreign.call('tasks/result', { taskId: targets.foreignTaskId })).toEqual(foreignResult);
+    expect((await foreign.request('ping')).status).toBe(200);
+    // Memory settles back near the warm figure: nothing the requests carried is kept.
+    await expect
+      .poll(() => groupRssKib(group).totalKib, { timeout: 30_000, interval: 1000 })
+      .toBeLessThan(warmKib * 1.5 + 64 * 1024);
+  });
+});

@@ -69,22 +69,30 @@ export async function readBodyWithLimit(request: Request, maxBytes: number): Pro
   return new TextDecoder().decode(Buffer.concat(chunks));
 }
 
-const loopbackHosts = ['localhost', '127.0.0.1', '[::1]'];
+const isLoopbackHostname = (hostname: string) => hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname);
 
-/** The origins a browser page may call /mcp from: this server's own, and those configured. */
-export function allowedOrigins(appUrl: string, extra: string[]): Set<string> {
+/**
+ * Which origins a browser page may call /mcp from: this server's own and those configured; and, when
+ * the server itself is on loopback, any loopback origin (a local web inspector on another port). DNS
+ * rebinding is what this stops, and a rebound page still carries its own foreign origin.
+ */
+export function allowedOrigins(appUrl: string, extra: string[]): (origin: string) => boolean {
   const own = new URL(appUrl);
-  const origins = new Set([own.origin, ...extra]);
-  if (loopbackHosts.includes(own.hostname)) {
-    for (const host of loopbackHosts) origins.add(`${own.protocol}//${host}${own.port ? `:${own.port}` : ''}`);
-  }
-  return origins;
+  const listed = new Set([own.origin, ...extra]);
+  const loopbackServer = isLoopbackHostname(own.hostname);
+  return (origin) => {
+    const normalised = origin.replace(/\/+$/, '');
+    if (listed.has(normalised)) return true;
+    if (!loopbackServer || !URL.canParse(normalised)) return false;
+    const url = new URL(normalised);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && isLoopbackHostname(url.hostname);
+  };
 }
 
 /** Requests from a browser carry Origin; one that is not ours is refused (DNS rebinding, cross-site calls). */
-export function requireAllowedOrigin(request: Request, allowed: Set<string>): void {
+export function requireAllowedOrigin(request: Request, allows: (origin: string) => boolean): void {
   const origin = request.headers.get('origin');
-  if (origin !== null && !allowed.has(origin.replace(/\/+$/, ''))) {
+  if (origin !== null && !allows(origin)) {
     throw new HttpError(403, ErrorCode.InvalidRequest, `Forbidden: origin ${origin} is not allowed`);
   }
 }

@@ -91,10 +91,12 @@ describe('authentication', () => {
 });
 
 describe('HTTP framing', () => {
-  it('refuses a foreign Origin with 403 and accepts its own', async () => {
+  it('refuses a foreign Origin with 403 and accepts its own, and, on loopback, a local inspector on another port', async () => {
     const mcp = await session();
     expect((await mcp.request('ping', undefined, { Origin: 'https://evil.example' })).status).toBe(403);
+    expect((await mcp.request('ping', undefined, { Origin: 'http://localhost.evil.example' })).status).toBe(403);
     expect((await mcp.request('ping', undefined, { Origin: server.url })).status).toBe(200);
+    expect((await mcp.request('ping', undefined, { Origin: 'http://localhost:6274' })).status).toBe(200);
   });
 
   it('answers a wrong Content-Type with 415', async () => {

@@ -16,19 +16,22 @@ describe('Accept negotiation', () => {
 });
 
 describe('Origin checks', () => {
-  it('allows this server and its loopback aliases, and configured origins', () => {
-    const allowed = allowedOrigins('http://localhost:3000', ['https://inspector.example']);
-    expect([...allowed].sort()).toEqual(
-      ['http://localhost:3000', 'http://127.0.0.1:3000', 'http://[::1]:3000', 'https://inspector.example'].sort(),
-    );
-    expect(() => requireAllowedOrigin(withHeaders({ Origin: 'http://127.0.0.1:3000' }), allowed)).not.toThrow();
-    expect(() => requireAllowedOrigin(withHeaders({}), allowed)).not.toThrow();
-    expect(() => requireAllowedOrigin(withHeaders({ Origin: 'http://localhost:3001' }), allowed)).toThrow(/origin/);
-    expect(() => requireAllowedOrigin(withHeaders({ Origin: 'null' }), allowed)).toThrow(/origin/);
+  it('allows this server, configured origins and, for a loopback server, any loopback origin', () => {
+    const allows = allowedOrigins('http://localhost:3000', ['https://inspector.example']);
+    for (const origin of ['http://localhost:3000', 'http://127.0.0.1:3000', 'http://[::1]:3000', 'https://inspector.example', 'http://localhost:6274', 'http://127.0.0.1:5173/']) {
+      expect(() => requireAllowedOrigin(withHeaders({ Origin: origin }), allows)).not.toThrow();
+    }
+    expect(() => requireAllowedOrigin(withHeaders({}), allows)).not.toThrow();
+    for (const origin of ['null', 'https://evil.example', 'http://localhost.evil.example:3000', 'file://', 'chrome-extension://abc', 'http://10.0.0.1:3000']) {
+      expect(() => requireAllowedOrigin(withHeaders({ Origin: origin }), allows)).toThrow(/origin/);
+    }
   });
 
   it('does not widen a public APP_URL to loopback', () => {
-    expect([...allowedOrigins('https://tasks.example.com', [])]).toEqual(['https://tasks.example.com']);
+    const allows = allowedOrigins('https://tasks.example.com', []);
+    expect(allows('https://tasks.example.com')).toBe(true);
+    expect(allows('http://localhost:6274')).toBe(false);
+    expect(allows('http://127.0.0.1:3000')).toBe(false);
   });
 });
 

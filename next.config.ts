@@ -5,8 +5,9 @@ import type { NextConfig } from 'next';
  * content changes per request, so scripts are allowed inline (a nonce would make every page dynamic);
  * everything else is held to this origin. Tool output is shown from data: URLs (images, audio);
  * sign-in may hand the browser over to GitHub or Google. The development server also evaluates code.
+ * `formAction` null leaves form submissions (and the redirects after them) unrestricted.
  */
-const contentSecurityPolicy = [
+const contentSecurityPolicy = (formAction: string | null) => [
   "default-src 'self'",
   `script-src 'self' 'unsafe-inline'${process.env.NODE_ENV === 'production' ? '' : " 'unsafe-eval'"}`,
   "style-src 'self' 'unsafe-inline'",
@@ -16,12 +17,12 @@ const contentSecurityPolicy = [
   "connect-src 'self'",
   "object-src 'none'",
   "base-uri 'self'",
-  "form-action 'self' https://github.com https://accounts.google.com",
+  ...(formAction ? [`form-action ${formAction}`] : []),
   "frame-ancestors 'none'",
 ].join('; ');
 
-const securityHeaders = [
-  { key: 'Content-Security-Policy', value: contentSecurityPolicy },
+const withPolicy = (policy: string) => [
+  { key: 'Content-Security-Policy', value: policy },
   { key: 'X-Content-Type-Options', value: 'nosniff' },
   { key: 'X-Frame-Options', value: 'DENY' },
   { key: 'Referrer-Policy', value: 'strict-origin-when-cross-origin' },
@@ -31,7 +32,12 @@ const nextConfig: NextConfig = {
   serverExternalPackages: ['better-sqlite3', 'oidc-provider', 'pino', 'rate-limiter-flexible'],
   poweredByHeader: false,
   async headers() {
-    return [{ source: '/:path*', headers: securityHeaders }];
+    return [
+      { source: '/:path*', headers: withPolicy(contentSecurityPolicy("'self' https://github.com https://accounts.google.com")) },
+      // The consent form posts here and is then redirected to the client's own redirect URI, which can be
+      // any host or scheme it registered: browsers hold redirects after a form to form-action too.
+      { source: '/consent/:path*', headers: withPolicy(contentSecurityPolicy(null)) },
+    ];
   },
 };
 

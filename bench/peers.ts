@@ -66,18 +66,19 @@ async function stopGroup(child: ChildProcess): Promise<void> {
   await exited;
 }
 
+/** Benchmarks measure the server, not its limits: both mounts run with these. */
+const withoutLimits = {
+  TASK_MAX_ACTIVE_PER_USER: '100000',
+  TASK_MAX_STORED_PER_USER: '100000000',
+  RATE_LIMIT_PER_TOKEN: '0',
+  RATE_LIMIT_PER_USER: '0',
+  RATE_LIMIT_TASK_OPERATIONS_PER_USER: '0',
+  RATE_LIMIT_UNKNOWN_TASKS_PER_USER: '0',
+};
+
 /** This server as `npm start` runs it. */
 export async function startOurs(env: Record<string, string> = {}): Promise<Peer & { server: TestServer; token: string }> {
-  // Benchmarks measure the server, not its limits.
-  const server = await startServer({
-    TASK_MAX_ACTIVE_PER_USER: '100000',
-    TASK_MAX_STORED_PER_USER: '100000000',
-    RATE_LIMIT_PER_TOKEN: '0',
-    RATE_LIMIT_PER_USER: '0',
-    RATE_LIMIT_TASK_OPERATIONS_PER_USER: '0',
-    RATE_LIMIT_UNKNOWN_TASKS_PER_USER: '0',
-    ...env,
-  });
+  const server = await startServer({ ...withoutLimits, ...env });
   const token = createToken(server, 'bench@example.com', 'bench');
   return {
     name: 'this server (npm start: production server)',
@@ -100,8 +101,8 @@ export async function startRouteHandler(): Promise<Peer> {
     DATABASE_PATH: path.join(dataDir, 'app.db'),
     NEXTAUTH_URL: `http://localhost:${port}`,
     NEXTAUTH_SECRET: 'bench-secret-bench-secret-bench-secret',
-    TASK_MAX_ACTIVE_PER_USER: '100000',
     NEXT_TELEMETRY_DISABLED: '1',
+    ...withoutLimits,
   };
   const { child, log } = spawnGroup(process.execPath, [path.join(root, 'node_modules', 'next', 'dist', 'bin', 'next'), 'start', '--port', String(port), '--hostname', '127.0.0.1'], env);
   await waitForPort(port, child, log);

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { createToken, startServer, type TestServer } from '../tests/helpers/server';
+import { createToken, freePort, startServer, type TestServer } from '../tests/helpers/server';
 
 const root = path.resolve(__dirname, '..');
 
@@ -19,17 +19,6 @@ export interface Peer {
   headers: Record<string, string>;
   pgid: number;
   stop(): Promise<void>;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 async function waitForPort(port: number, child: ChildProcess, log: () => string): Promise<void> {

@@ -15,7 +15,7 @@ import { getServerSecret } from '@/lib/auth/secret';
 import { ConfigError, getEnv } from '@/lib/env';
 import { observeMcp } from '@/lib/mcp/observe';
 import { getRuntime } from '@/lib/runtime';
-import { sendWebResponse, toWebRequest } from './node-bridge';
+import { fromNodeRequest, sendReply } from './node-bridge';
 
 const root = process.cwd();
 const nextBin = path.join(root, 'node_modules', 'next', 'dist', 'bin', 'next');
@@ -87,7 +87,7 @@ export async function main({ dev = false } = {}): Promise<void> {
 
   const serveMcp: NodeHandler = async (req, res) => {
     if (!isPath(req, '/mcp')) return false;
-    await sendWebResponse(await observeMcp(await toWebRequest(req, res, env.APP_URL, mcp.maxBodyBytes), mcp), res);
+    sendReply(await observeMcp(fromNodeRequest(req, res), mcp), res);
     return true;
   };
   // The authorization server and its discovery documents (oidc-provider needs the raw Node request).

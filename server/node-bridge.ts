@@ -1,65 +1,75 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isStreamReply, payloadTooLarge, type McpHttpRequest, type McpReply } from '@/lib/mcp/exchange';
+import { sseHeaders } from '@/lib/mcp/sse';
 
 /**
- * Node's request as the Web `Request` that lib/mcp takes, with the body read here first: a buffered
- * body is much cheaper for undici than a Node stream turned into a Web stream. Past `maxBodyBytes`
- * the rest is drained and dropped, so the handler still sees an oversized body and answers 413. The
- * signal aborts when the client goes away before the response is done, as a route handler's does.
+ * Node's request as lib/mcp's handler reads it, with nothing converted that the handler does not
+ * ask for: headers are read from Node's own object, the body is read only on request, and the signal
+ * (an AbortController per request is not free) is made only when something listens to it.
  */
-export async function toWebRequest(req: IncomingMessage, res: ServerResponse, origin: string, maxBodyBytes: number): Promise<Request> {
-  const gone = new AbortController();
-  res.once('close', () => {
-    if (!res.writableFinished) gone.abort(new DOMException('The client closed the connection', 'AbortError'));
-  });
-  const headers = new Headers();
-  for (let i = 0; i < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i], req.rawHeaders[i + 1]);
-  const hasBody = req.method !== 'GET' && req.method !== 'HEAD';
-  return new Request(new URL(req.url ?? '/', origin), {
-    method: req.method,
-    headers,
-    body: hasBody ? await readBody(req, maxBodyBytes + 1) : undefined,
-    signal: gone.signal,
+export function fromNodeRequest(req: IncomingMessage, res: ServerResponse): McpHttpRequest {
+  let signal: AbortSignal | undefined;
+  return {
+    method: req.method ?? 'GET',
+    header(name) {
+      const value = req.headers[name];
+      return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value;
+    },
+    text: (maxBytes) => readNodeBody(req, maxBytes),
+    get signal() {
+      if (!signal) {
+        const gone = new AbortController();
+        const abort = () => gone.abort(new DOMException('The client closed the connection', 'AbortError'));
+        if (res.closed) abort();
+        else res.once('close', () => !res.writableFinished && abort());
+        signal = gone.signal;
+      }
+      return signal;
+    },
+  };
+}
+
+/**
+ * The body as text. Past `maxBytes` it is refused at once (413); Node drains and drops the rest, so
+ * the connection stays usable.
+ */
+function readNodeBody(req: IncomingMessage, maxBytes: number): Promise<string> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > maxBytes) return Promise.reject(payloadTooLarge(maxBytes));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let received = 0;
+    const onData = (chunk: Buffer) => {
+      received += chunk.byteLength;
+      if (received <= maxBytes) {
+        chunks.push(chunk);
+        return;
+      }
+      req.off('data', onData).off('end', onEnd);
+      req.resume();
+      reject(payloadTooLarge(maxBytes));
+    };
+    const onEnd = () => {
+      const text = (chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)).toString('utf8');
+      // As a Web body's text() does: a byte-order mark is not part of the text.
+      resolve(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+    };
+    req.on('data', onData).once('end', onEnd).once('error', reject);
   });
 }
 
-async function readBody(req: IncomingMessage, keepBytes: number): Promise<Uint8Array<ArrayBuffer>> {
-  const chunks: Buffer[] = [];
-  let kept = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    if (kept >= keepBytes) continue;
-    const part = chunk.subarray(0, keepBytes - kept);
-    chunks.push(part);
-    kept += part.byteLength;
-  }
-  return Buffer.concat(chunks) as Uint8Array<ArrayBuffer>;
-}
-
-/** Writes a Web `Response` to Node's response, chunk by chunk so that event streams flush at once. */
-export async function sendWebResponse(response: Response, res: ServerResponse): Promise<void> {
-  res.statusCode = response.status;
-  response.headers.forEach((value, name) => res.setHeader(name, value));
-  if (!response.body) {
-    res.end();
+/** Writes the handler's reply: a JSON body in one write with its length, or an event stream as it comes. */
+export function sendReply(reply: McpReply, res: ServerResponse): void {
+  if (isStreamReply(reply)) {
+    res.writeHead(reply.status, { ...sseHeaders, ...reply.headers });
+    res.once('close', () => reply.stream.abandon());
+    reply.stream.attach({ write: (chunk) => void res.write(chunk), end: () => void res.end() });
     return;
   }
-  if (!response.headers.get('content-type')?.startsWith('text/event-stream')) {
-    // A whole reply: headers and body leave in one write, with a Content-Length.
-    const body = Buffer.from(await response.arrayBuffer());
-    res.setHeader('Content-Length', body.byteLength);
-    res.end(body);
+  if (reply.json === undefined) {
+    res.writeHead(reply.status, reply.headers).end();
     return;
   }
-  const reader = response.body.getReader();
-  res.once('close', () => void reader.cancel().catch(() => {}));
-  res.flushHeaders();
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      if (!res.write(value)) await new Promise<void>((resolve) => res.once('drain', resolve).once('close', resolve));
-    }
-  } catch {
-    // The client went away mid-stream; the reader is already cancelled.
-  }
-  res.end();
+  const body = JSON.stringify(reply.json);
+  res.writeHead(reply.status, { ...reply.headers, 'Content-Length': Buffer.byteLength(body) }).end(body);
 }

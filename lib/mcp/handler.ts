@@ -3,12 +3,13 @@ import { mcpScope, resourceMetadataUrl } from '@/lib/auth/oauth/metadata';
 import { isAccessTokenActive, verifyBearer } from '@/lib/auth/tokens';
 import type { TaskEngine } from '@/lib/tasks/engine';
 import { ErrorCode, HttpError, isHttpError, isRpcError, RpcError, type JsonRpcErrorObject } from './errors';
+import type { McpHttpRequest, McpReply } from './exchange';
 import {
   accepts,
   allowedOrigins,
-  httpErrorResponse,
-  jsonResponse,
-  readBodyWithLimit,
+  emptyReply,
+  httpErrorReply,
+  jsonReply,
   requireAccept,
   requireAllowedOrigin,
   requireJsonContentType,
@@ -33,6 +34,7 @@ import {
 import { followClientTask } from './client-task-poller';
 import { canCancelTasks, clientLabel, parseInputRequestId } from './input-requests';
 import { getRateLimits } from './rate-limit';
+import { summarizeMessage, type RequestFacts } from './request-facts';
 import type { SseStream } from './sse';
 import { taskIdOfCallStream, type SessionStreams } from './session-streams';
 
@@ -80,31 +82,68 @@ function finishResponseStream(ctx: McpContext, sessionId: string, streamKey: str
 }
 const inFlightKey = (sessionId: string, id: string | number) => `${sessionId}\u0000${typeof id}:${id}`;
 
-/** The MCP endpoint (Streamable HTTP, 2025-11-25): one framework-free function for GET, POST and DELETE. */
-export async function handleMcp(request: Request, ctx: McpContext): Promise<Response> {
+const originChecks = new WeakMap<McpContext, (origin: string) => boolean>();
+
+function originCheckOf(ctx: McpContext): (origin: string) => boolean {
+  let check = originChecks.get(ctx);
+  if (!check) {
+    check = allowedOrigins(ctx.appUrl, ctx.allowedOrigins);
+    originChecks.set(ctx, check);
+  }
+  return check;
+}
+
+/**
+ * The MCP endpoint (Streamable HTTP, 2025-11-25): one framework-free function for GET, POST and
+ * DELETE. What it learns of the request on the way (caller, message, session) it notes in `facts`.
+ */
+export async function handleMcp(request: McpHttpRequest, ctx: McpContext, facts: RequestFacts = {}): Promise<McpReply> {
   try {
-    requireAllowedOrigin(request, allowedOrigins(ctx.appUrl, ctx.allowedOrigins));
-    const caller = authenticate(request, ctx.appUrl);
-    await getRateLimits().admit(request, caller);
+    requireAllowedOrigin(request, originCheckOf(ctx));
+    const caller = authenticate(request.header('authorization'), ctx.appUrl);
+    facts.caller = caller;
+    const posted = request.method === 'POST' ? await readMessage(request, ctx.maxBodyBytes) : undefined;
+    if (posted?.ok) facts.message = summarizeMessage(posted.value);
+    await getRateLimits().admit(caller, facts.message);
     requireSupportedVersionHeader(request);
     switch (request.method) {
       case 'POST':
-        return await handlePost(request, ctx, caller);
+        return posted!.ok ? await handlePost(posted!.value, request, ctx, caller, facts) : posted!.reply;
       case 'GET':
-        return handleGet(request, ctx, caller);
+        return handleGet(request, ctx, caller, facts);
       case 'DELETE':
-        return handleDelete(request, ctx, caller.userId);
+        return handleDelete(request, ctx, caller.userId, facts);
       default:
         throw new HttpError(405, ErrorCode.InvalidRequest, `Method Not Allowed: use POST, GET or DELETE`, {
           Allow: 'GET, POST, DELETE',
         });
     }
   } catch (error) {
-    if (isHttpError(error)) return httpErrorResponse(error);
-    if (isRpcError(error)) return jsonResponse(rpcErrorBody(null, error.toJson()), 400);
+    if (isHttpError(error)) return httpErrorReply(error);
+    if (isRpcError(error)) return jsonReply(rpcErrorBody(null, error.toJson()), 400);
     console.error('MCP endpoint: unexpected error', error);
-    return jsonResponse(rpcErrorBody(null, { code: ErrorCode.InternalError, message: 'Internal error' }), 500);
+    return jsonReply(rpcErrorBody(null, { code: ErrorCode.InternalError, message: 'Internal error' }), 500);
   }
+}
+
+/** A POST's JSON-RPC message, or the error reply for a body that is not one. */
+async function readMessage(request: McpHttpRequest, maxBodyBytes: number): Promise<{ ok: true; value: unknown } | { ok: false; reply: McpReply }> {
+  requireJsonContentType(request);
+  requireAccept(request, ['application/json', 'text/event-stream']);
+  const body = await request.text(maxBodyBytes);
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    return { ok: false, reply: jsonReply(rpcErrorBody(null, { code: ErrorCode.ParseError, message: 'Parse error: the body is not valid JSON' }), 400) };
+  }
+  if (nestsDeeperThan(value, maxJsonDepth)) {
+    return {
+      ok: false,
+      reply: jsonReply(rpcErrorBody(null, { code: ErrorCode.InvalidRequest, message: `Invalid Request: the message nests deeper than ${maxJsonDepth} levels` }), 400),
+    };
+  }
+  return { ok: true, value };
 }
 
 /** Who is calling, and with which token. */
@@ -113,8 +152,8 @@ interface Caller {
   tokenId: string;
 }
 
-function authenticate(request: Request, appUrl: string): Caller {
-  const check = verifyBearer(request.headers.get('authorization'), appUrl);
+function authenticate(authorization: string | null, appUrl: string): Caller {
+  const check = verifyBearer(authorization, appUrl);
   if (check.ok) return { userId: check.user.id, tokenId: check.tokenId };
   const description = {
     missing: 'An access token is required: send Authorization: Bearer <token>',
@@ -139,8 +178,8 @@ function authenticate(request: Request, appUrl: string): Caller {
   throw new HttpError(401, -32001, `Unauthorized: ${description}`, { 'WWW-Authenticate': challenge });
 }
 
-function requireSupportedVersionHeader(request: Request): void {
-  const version = request.headers.get(versionHeader);
+function requireSupportedVersionHeader(request: McpHttpRequest): void {
+  const version = request.header(versionHeader);
   if (version !== null && !(supportedProtocolVersions as readonly string[]).includes(version)) {
     throw new HttpError(
       400,
@@ -151,8 +190,8 @@ function requireSupportedVersionHeader(request: Request): void {
 }
 
 /** The caller's live session named by Mcp-Session-Id: 400 without one, 404 for any other. */
-function requireSession(request: Request, userId: string): McpSession {
-  const sessionId = request.headers.get(sessionHeader);
+function requireSession(request: McpHttpRequest, userId: string, facts: RequestFacts): McpSession {
+  const sessionId = request.header(sessionHeader);
   if (!sessionId) {
     throw new HttpError(400, ErrorCode.InvalidRequest, 'Bad Request: Mcp-Session-Id header is required; call initialize first');
   }
@@ -162,32 +201,21 @@ function requireSession(request: Request, userId: string): McpSession {
   }
   const now = Date.now();
   if (now - session.lastSeenAt >= sessionTouchMs) touchMcpSession(session.id, now);
+  facts.session = session;
   return session;
 }
 
-async function handlePost(request: Request, ctx: McpContext, caller: Caller): Promise<Response> {
-  requireJsonContentType(request);
-  requireAccept(request, ['application/json', 'text/event-stream']);
-  const body = await readBodyWithLimit(request, ctx.maxBodyBytes);
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body);
-  } catch {
-    return jsonResponse(rpcErrorBody(null, { code: ErrorCode.ParseError, message: 'Parse error: the body is not valid JSON' }), 400);
-  }
-  if (nestsDeeperThan(parsed, maxJsonDepth)) {
-    return jsonResponse(rpcErrorBody(null, { code: ErrorCode.InvalidRequest, message: `Invalid Request: the message nests deeper than ${maxJsonDepth} levels` }), 400);
-  }
-  if (Array.isArray(parsed)) return handleBatch(request, parsed, ctx, caller);
+async function handlePost(parsed: unknown, request: McpHttpRequest, ctx: McpContext, caller: Caller, facts: RequestFacts): Promise<McpReply> {
+  if (Array.isArray(parsed)) return handleBatch(request, parsed, ctx, caller, facts);
   const incoming = classifyMessage(parsed);
 
   if (incoming.kind === 'request' && incoming.message.method === 'initialize') {
-    return initialize(incoming.message, ctx, caller.userId);
+    return initialize(incoming.message, ctx, caller.userId, facts);
   }
-  const session = requireSession(request, caller.userId);
+  const session = requireSession(request, caller.userId, facts);
   if (incoming.kind === 'notification') {
     receiveNotification(incoming.message, ctx, session);
-    return new Response(null, { status: 202 });
+    return emptyReply(202);
   }
   if (incoming.kind === 'response') return receiveResponse(incoming.message, ctx, session, caller);
   return respond(incoming.message, ctx, session, caller);
@@ -198,15 +226,15 @@ async function handlePost(request: Request, ctx: McpContext, caller: Caller): Pr
  * accepted and ignored. An answer that does not fit the question is refused (400) and the question
  * stays open.
  */
-function receiveResponse(message: JsonRpcResponse, ctx: McpContext, session: McpSession, caller: Caller): Response {
-  if (ctx.streams.clientRequests.settle(message)) return new Response(null, { status: 202 });
+function receiveResponse(message: JsonRpcResponse, ctx: McpContext, session: McpSession, caller: Caller): McpReply {
+  if (ctx.streams.clientRequests.settle(message)) return emptyReply(202);
   const target = parseInputRequestId(message.id);
-  if (!target) return new Response(null, { status: 202 });
+  if (!target) return emptyReply(202);
   const via = String(message.id);
   const label = clientLabel(session);
   if (!('result' in message)) {
     ctx.engine.inputs.refuse(target.inputId, caller.userId, message.error, label, via);
-    return new Response(null, { status: 202 });
+    return emptyReply(202);
   }
   const clientTask = (message.result as { task?: { taskId?: unknown; pollInterval?: unknown } }).task;
   if (clientTask && typeof clientTask.taskId === 'string') {
@@ -226,13 +254,13 @@ function receiveResponse(message: JsonRpcResponse, ctx: McpContext, session: Mcp
       // Answered already, or another copy became the client's task first: this one is not needed.
       ctx.streams.clientRequests.send(session.id, 'tasks/cancel', { taskId: clientTask.taskId }).catch(() => {});
     }
-    return new Response(null, { status: 202 });
+    return emptyReply(202);
   }
   const outcome = ctx.engine.inputs.answer(target.inputId, caller.userId, message.result, 'client', label, via);
   if (!outcome.ok && outcome.reason === 'invalid') {
-    return jsonResponse(rpcErrorBody(null, { code: ErrorCode.InvalidParams, message: outcome.message, data: { fieldErrors: outcome.fieldErrors } }), 400);
+    return jsonReply(rpcErrorBody(null, { code: ErrorCode.InvalidParams, message: outcome.message, data: { fieldErrors: outcome.fieldErrors } }), 400);
   }
-  return new Response(null, { status: 202 });
+  return emptyReply(202);
 }
 
 /**
@@ -252,8 +280,8 @@ function receiveNotification(message: JsonRpcNotification, ctx: McpContext, sess
  * Batches exist only in 2025-03-26, whose servers must accept them; later revisions removed them. The
  * requests of a batch are answered together as one JSON array.
  */
-async function handleBatch(request: Request, messages: unknown[], ctx: McpContext, caller: Caller): Promise<Response> {
-  const session = requireSession(request, caller.userId);
+async function handleBatch(request: McpHttpRequest, messages: unknown[], ctx: McpContext, caller: Caller, facts: RequestFacts): Promise<McpReply> {
+  const session = requireSession(request, caller.userId, facts);
   if (session.protocolVersion !== batchProtocolVersion) {
     throw new RpcError(ErrorCode.InvalidRequest, 'Invalid Request: batches are not supported; send one JSON-RPC message per POST');
   }
@@ -294,16 +322,16 @@ async function handleBatch(request: Request, messages: unknown[], ctx: McpContex
     }),
   );
   const responses = replies.filter((reply) => reply !== null);
-  return responses.length > 0 ? jsonResponse(responses) : new Response(null, { status: 202 });
+  return responses.length > 0 ? jsonReply(responses) : emptyReply(202);
 }
 
-function initialize(message: JsonRpcRequest, ctx: McpContext, userId: string): Response {
+function initialize(message: JsonRpcRequest, ctx: McpContext, userId: string, facts: RequestFacts): McpReply {
   let params;
   try {
     params = parseParams(initializeParamsSchema, message.params);
   } catch (error) {
     if (!isRpcError(error)) throw error;
-    return jsonResponse(rpcErrorBody(message.id, error.toJson()), 200);
+    return jsonReply(rpcErrorBody(message.id, error.toJson()), 200);
   }
   const protocolVersion = (supportedProtocolVersions as readonly string[]).includes(params.protocolVersion)
     ? params.protocolVersion
@@ -316,7 +344,8 @@ function initialize(message: JsonRpcRequest, ctx: McpContext, userId: string): R
     clientVersion: params.clientInfo.version,
     clientCapabilities: params.capabilities,
   });
-  return jsonResponse(
+  facts.session = session;
+  return jsonReply(
     {
       jsonrpc: '2.0',
       id: message.id,
@@ -345,7 +374,7 @@ async function respond(
   ctx: McpContext,
   session: McpSession,
   caller: Caller,
-): Promise<Response> {
+): Promise<McpReply> {
   const cancel = new AbortController();
   const key = inFlightKey(session.id, message.id);
   inFlight.set(key, cancel);
@@ -389,9 +418,9 @@ async function respond(
   })();
 
   const first = await Promise.race([reply, streamed]);
-  if (first !== 'streamed') return jsonResponse(first);
+  if (first !== 'streamed') return jsonReply(first);
   void reply.then((final) => finishResponseStream(ctx, session.id, streamKey, cancel.signal, final));
-  return stream!.response();
+  return streamReply(stream!);
 }
 
 /** Long-lived streams re-check their token, so that revoking it cuts them off too. */
@@ -417,12 +446,12 @@ function toErrorObject(error: unknown, method: string): JsonRpcErrorObject {
  * The session's GET stream, or, when Last-Event-ID names an event of a POST response stream, the rest
  * of that stream: what it missed, then what comes, ending with the response.
  */
-function handleGet(request: Request, ctx: McpContext, caller: Caller): Response {
+function handleGet(request: McpHttpRequest, ctx: McpContext, caller: Caller, facts: RequestFacts): McpReply {
   if (!accepts(request, 'text/event-stream')) {
     throw new HttpError(406, ErrorCode.InvalidRequest, 'Not Acceptable: the Accept header must include text/event-stream');
   }
-  const session = requireSession(request, caller.userId);
-  const target = ctx.streams.resumeTarget(session.id, request.headers.get('last-event-id'));
+  const session = requireSession(request, caller.userId, facts);
+  const target = ctx.streams.resumeTarget(session.id, request.header('last-event-id'));
   let stream: SseStream;
   if (target.kind === 'session') {
     stream = ctx.streams.open(session, target.cursor);
@@ -437,8 +466,10 @@ function handleGet(request: Request, ctx: McpContext, caller: Caller): Response 
     }
   }
   closeWhenTokenRevoked(stream, caller.tokenId);
-  return stream.response();
+  return streamReply(stream);
 }
+
+const streamReply = (stream: SseStream): McpReply => ({ status: 200, headers: {}, stream });
 
 /** Follows a plain call's task again on its stream, for the client resuming it after a restart. */
 function resumeCall(ctx: McpContext, session: McpSession, userId: string, taskId: string, streamKey: string): void {
@@ -479,12 +510,12 @@ function resumeCall(ctx: McpContext, session: McpSession, userId: string, taskId
     });
 }
 
-function handleDelete(request: Request, ctx: McpContext, userId: string): Response {
-  const session = requireSession(request, userId);
+function handleDelete(request: McpHttpRequest, ctx: McpContext, userId: string, facts: RequestFacts): McpReply {
+  const session = requireSession(request, userId, facts);
   endMcpSession(session.id, userId);
   ctx.streams.close(session.id);
   for (const [key, controller] of inFlight) {
     if (key.startsWith(`${session.id}\u0000`)) controller.abort(new Error('Session ended'));
   }
-  return new Response(null, { status: 200 });
+  return emptyReply(200);
 }

@@ -1,11 +1,14 @@
 import { ErrorCode, HttpError, type JsonRpcErrorObject } from './errors';
+import type { McpHttpRequest, McpReply } from './exchange';
 import type { RequestId } from './schema';
 
-export function jsonResponse(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), {
-    status,
-    headers: { 'Content-Type': 'application/json', 'Cache-Control': 'no-store', ...headers },
-  });
+export function jsonReply(body: unknown, status = 200, headers: Record<string, string> = {}): McpReply {
+  return { status, headers: { 'Content-Type': 'application/json', 'Cache-Control': 'no-store', ...headers }, json: body };
+}
+
+/** A reply without a body: 202 for notifications and responses, 200 for DELETE. */
+export function emptyReply(status: number): McpReply {
+  return { status, headers: {} };
 }
 
 /** A JSON-RPC error response; without an id when the request's id could not be read. */
@@ -14,59 +17,36 @@ export function rpcErrorBody(id: RequestId | null, error: JsonRpcErrorObject) {
 }
 
 /** The response for an HttpError: its status, and a JSON-RPC error body a client can show. */
-export function httpErrorResponse(error: HttpError): Response {
+export function httpErrorReply(error: HttpError): McpReply {
   const data = error.data !== undefined ? { data: error.data } : {};
-  return jsonResponse(rpcErrorBody(null, { code: error.rpcCode, message: error.message, ...data }), error.status, error.headers);
+  return jsonReply(rpcErrorBody(null, { code: error.rpcCode, message: error.message, ...data }), error.status, error.headers);
 }
 
 /** The media types an Accept header lists (parameters and q-values dropped). */
-function acceptedTypes(request: Request): string[] {
-  return (request.headers.get('accept') ?? '')
+function acceptedTypes(request: McpHttpRequest): string[] {
+  return (request.header('accept') ?? '')
     .split(',')
     .map((part) => part.split(';')[0].trim().toLowerCase())
     .filter(Boolean);
 }
 
-export function accepts(request: Request, mediaType: string): boolean {
+export function accepts(request: McpHttpRequest, mediaType: string): boolean {
   const [type] = mediaType.split('/');
   return acceptedTypes(request).some((accepted) => accepted === mediaType || accepted === `${type}/*` || accepted === '*/*');
 }
 
-export function requireAccept(request: Request, mediaTypes: string[]): void {
+export function requireAccept(request: McpHttpRequest, mediaTypes: string[]): void {
   const missing = mediaTypes.filter((mediaType) => !accepts(request, mediaType));
   if (missing.length > 0) {
     throw new HttpError(406, ErrorCode.InvalidRequest, `Not Acceptable: the Accept header must include ${mediaTypes.join(' and ')}`);
   }
 }
 
-export function requireJsonContentType(request: Request): void {
-  const contentType = (request.headers.get('content-type') ?? '').split(';')[0].trim().toLowerCase();
+export function requireJsonContentType(request: McpHttpRequest): void {
+  const contentType = (request.header('content-type') ?? '').split(';')[0].trim().toLowerCase();
   if (contentType !== 'application/json') {
     throw new HttpError(415, ErrorCode.InvalidRequest, 'Unsupported Media Type: Content-Type must be application/json');
   }
-}
-
-/** Reads the body, refusing (413) as soon as it passes the limit rather than after buffering it all. */
-export async function readBodyWithLimit(request: Request, maxBytes: number): Promise<string> {
-  const declared = Number(request.headers.get('content-length'));
-  const tooLarge = () =>
-    new HttpError(413, ErrorCode.InvalidRequest, `Payload Too Large: the body exceeds the limit of ${maxBytes} bytes`);
-  if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge();
-  if (!request.body) return '';
-  const reader = request.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let received = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    received += value.byteLength;
-    if (received > maxBytes) {
-      await reader.cancel().catch(() => {});
-      throw tooLarge();
-    }
-    chunks.push(value);
-  }
-  return new TextDecoder().decode(Buffer.concat(chunks));
 }
 
 const isLoopbackHostname = (hostname: string) => hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname);
@@ -90,8 +70,8 @@ export function allowedOrigins(appUrl: string, extra: string[]): (origin: string
 }
 
 /** Requests from a browser carry Origin; one that is not ours is refused (DNS rebinding, cross-site calls). */
-export function requireAllowedOrigin(request: Request, allows: (origin: string) => boolean): void {
-  const origin = request.headers.get('origin');
+export function requireAllowedOrigin(request: McpHttpRequest, allows: (origin: string) => boolean): void {
+  const origin = request.header('origin');
   if (origin !== null && !allows(origin)) {
     throw new HttpError(403, ErrorCode.InvalidRequest, `Forbidden: origin ${origin} is not allowed`);
   }

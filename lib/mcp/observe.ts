@@ -1,17 +1,35 @@
 import pino from 'pino';
-import { getMcpSessionById } from '@/db/queries/sessions';
 import { getEnv } from '@/lib/env';
 import { topics, type BusEvent, type EventBus } from '@/lib/tasks/bus';
 import { isTerminal } from '@/lib/tasks/states';
 import { handleMcp, type McpContext } from './handler';
 import { getRateLimits } from './rate-limit';
-import { callerOf, messageOf, trackRequest, type MessageSummary } from './request-facts';
+import { isStreamReply, type McpHttpRequest, type McpReply } from './exchange';
+import type { MessageSummary, RequestFacts } from './request-facts';
 
 const globalForLog = globalThis as unknown as { __mcpTaskServerLog?: pino.Logger };
 
-/** One JSON line per event on standard output; pino escapes every value, so client text cannot forge lines. */
+/** How long a log line may wait in the buffer when the server is quiet. */
+const logFlushMs = 200;
+
+/**
+ * One JSON line per event on standard output; pino escapes every value, so client text cannot forge
+ * lines. Lines are buffered and written in batches off the request's path (a busy server writes
+ * many lines per write; a quiet one within `logFlushMs`); what is still buffered at exit is written then.
+ */
 export function getLog(): pino.Logger {
-  globalForLog.__mcpTaskServerLog ??= pino({ level: getEnv().LOG_LEVEL, base: undefined, timestamp: pino.stdTimeFunctions.isoTime });
+  if (!globalForLog.__mcpTaskServerLog) {
+    const destination = pino.destination({ dest: 1, sync: false, minLength: 4096 });
+    setInterval(() => destination.flush(), logFlushMs).unref();
+    process.once('exit', () => {
+      try {
+        destination.flushSync();
+      } catch {
+        // Standard output is gone or busy: the last lines are lost, the exit goes on.
+      }
+    });
+    globalForLog.__mcpTaskServerLog = pino({ level: getEnv().LOG_LEVEL, base: undefined, timestamp: pino.stdTimeFunctions.isoTime }, destination);
+  }
   return globalForLog.__mcpTaskServerLog;
 }
 
@@ -35,30 +53,26 @@ interface ReplyOutcome {
   taskId?: string;
 }
 
-async function readReply(response: Response): Promise<ReplyOutcome | undefined> {
-  try {
-    const body = (await response.json()) as { error?: { code?: unknown; message?: unknown }; result?: { task?: { taskId?: unknown }; taskId?: unknown } };
-    if (Array.isArray(body) || typeof body !== 'object' || body === null) return undefined;
-    if (body.error) {
-      return {
-        rpcError: typeof body.error.code === 'number' ? body.error.code : undefined,
-        errorMessage: typeof body.error.message === 'string' ? body.error.message : undefined,
-      };
-    }
-    const taskId = body.result?.task?.taskId ?? body.result?.taskId;
-    return { taskId: typeof taskId === 'string' ? taskId : undefined };
-  } catch {
-    return undefined;
+function outcomeOf(json: unknown): ReplyOutcome | undefined {
+  if (Array.isArray(json) || typeof json !== 'object' || json === null) return undefined;
+  const body = json as { error?: { code?: unknown; message?: unknown }; result?: { task?: { taskId?: unknown }; taskId?: unknown } };
+  if (body.error) {
+    return {
+      rpcError: typeof body.error.code === 'number' ? body.error.code : undefined,
+      errorMessage: typeof body.error.message === 'string' ? body.error.message : undefined,
+    };
   }
+  const taskId = body.result?.task?.taskId ?? body.result?.taskId;
+  return { taskId: typeof taskId === 'string' ? taskId : undefined };
 }
 
 const lookups = new Set(['tasks/get', 'tasks/result', 'tasks/cancel']);
 const auditEvents: Record<string, string> = { 'tasks/get': 'task.retrieved', 'tasks/result': 'task.result', 'tasks/cancel': 'task.cancel' };
 
 /** The audit event a request is, if any: creating, reading or cancelling a task. */
-function auditEventOf(message: MessageSummary | undefined, reply: ReplyOutcome | undefined, streamed: boolean): string | undefined {
-  if (!message?.method || reply?.rpcError !== undefined) return undefined;
-  if (message.asTask) return reply?.taskId ? 'task.created' : undefined;
+function auditEventOf(message: MessageSummary | undefined, outcome: ReplyOutcome | undefined, streamed: boolean): string | undefined {
+  if (!message?.method || outcome?.rpcError !== undefined) return undefined;
+  if (message.asTask) return outcome?.taskId ? 'task.created' : undefined;
   if (!lookups.has(message.method)) return undefined;
   return streamed ? `${auditEvents[message.method]}.waiting` : auditEvents[message.method];
 }
@@ -66,41 +80,38 @@ function auditEventOf(message: MessageSummary | undefined, reply: ReplyOutcome |
 /**
  * The MCP endpoint with its request log and the limits that need to see replies: every request gets
  * one log line (time, request id, user, client, method, task, status, duration; never a token or an
- * argument value), and a lookup of a task id the user has no task with counts against them.
+ * argument value), and a lookup of a task id the user has no task with counts against them. The facts
+ * come from the handler as it answers, and the reply is read as the object it is, before it is written.
  */
-export async function observeMcp(request: Request, ctx: McpContext): Promise<Response> {
+export async function observeMcp(request: McpHttpRequest, ctx: McpContext): Promise<McpReply> {
   const started = performance.now();
-  const requestId = crypto.randomUUID();
-  trackRequest(request, ctx.maxBodyBytes);
-  const response = await handleMcp(request, ctx);
-  const streamed = (response.headers.get('content-type') ?? '').startsWith('text/event-stream');
-  const reply = streamed || !response.body ? undefined : await readReply(response.clone());
-  const message = await messageOf(request);
-  const caller = callerOf(request);
-  if (caller && message?.method && lookups.has(message.method) && reply?.rpcError === -32602 && reply.errorMessage?.endsWith('Task not found')) {
+  const facts: RequestFacts = {};
+  const reply = await handleMcp(request, ctx, facts);
+  const streamed = isStreamReply(reply);
+  const outcome = streamed ? undefined : outcomeOf(reply.json);
+  const { caller, message, session } = facts;
+  if (caller && message?.method && lookups.has(message.method) && outcome?.rpcError === -32602 && outcome.errorMessage?.endsWith('Task not found')) {
     await getRateLimits().noteUnknownTask(caller.userId);
   }
-  const sessionId = response.headers.get('mcp-session-id') ?? request.headers.get('mcp-session-id');
-  const session = caller && sessionId ? getMcpSessionById(sessionId) : undefined;
   getLog().info(
     {
-      requestId,
+      requestId: crypto.randomUUID(),
       userId: caller?.userId,
-      client: session && session.userId === caller?.userId ? clip(`${session.clientName}/${session.clientVersion}`) : undefined,
+      client: session ? clip(`${session.clientName}/${session.clientVersion}`) : undefined,
       httpMethod: request.method,
       method: clip(message?.method),
       rpcId: message?.id !== undefined ? clip(safeJson(message.id)) : undefined,
       batchSize: message?.batchSize,
       tool: clip(message?.tool),
-      taskId: clip(message?.taskId ?? reply?.taskId),
-      event: auditEventOf(message, reply, streamed),
-      status: response.status,
-      rpcError: reply?.rpcError,
+      taskId: clip(message?.taskId ?? outcome?.taskId),
+      event: auditEventOf(message, outcome, streamed),
+      status: reply.status,
+      rpcError: outcome?.rpcError,
       durationMs: Math.round((performance.now() - started) * 10) / 10,
     },
     'mcp request',
   );
-  return response;
+  return reply;
 }
 
 /** Records every task's end (completed, failed or cancelled, by whom), whichever side ended it. */

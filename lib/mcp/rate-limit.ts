@@ -1,7 +1,7 @@
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { getEnv } from '@/lib/env';
 import { HttpError } from './errors';
-import { messageOf, noteCaller, type RequestCaller } from './request-facts';
+import type { MessageSummary, RequestCaller } from './request-facts';
 
 /** JSON-RPC server error code of a refusal for too many requests; HTTP says 429. */
 export const rateLimitedCode = -32029;
@@ -50,9 +50,7 @@ export class McpRateLimits {
   }
 
   /** Counts one request of this caller, or throws a 429 HttpError saying when to retry. */
-  async admit(request: Request, caller: RequestCaller): Promise<void> {
-    noteCaller(request, caller);
-    const message = await messageOf(request);
+  async admit(caller: RequestCaller, message: MessageSummary | undefined): Promise<void> {
     // Each message of a batch counts as one request.
     const count = Math.max(1, message?.batchSize ?? 1);
     await take(this.perToken, `token:${caller.tokenId}`, 'this access token sent too many requests', count);

@@ -1,8 +1,6 @@
-import { readBodyWithLimit } from './http';
-
 /** The parts of a POSTed JSON-RPC message that the rate limits and the request log look at. */
 export interface MessageSummary {
-  /** The method of a request or notification; undefined for a response or unreadable JSON. */
+  /** The method of a request or notification; undefined for a response. */
   method?: string;
   /** The JSON-RPC id as the client sent it. */
   id?: unknown;
@@ -20,17 +18,21 @@ export interface RequestCaller {
   tokenId: string;
 }
 
-interface RequestFacts {
-  message: Promise<MessageSummary | undefined>;
+/**
+ * What the handler learns of one request as it answers it, for the request log: filled in as each
+ * fact becomes known, so that nothing is read or parsed a second time.
+ */
+export interface RequestFacts {
   caller?: RequestCaller;
+  message?: MessageSummary;
+  /** The session the request belongs to (or opened), once it is known to be the caller's. */
+  session?: { id: string; clientName: string | null; clientVersion: string | null };
 }
-
-/** Kept per Request object, so nothing outlives the request it describes. */
-const factsByRequest = new WeakMap<Request, RequestFacts>();
 
 const asString = (value: unknown) => (typeof value === 'string' ? value : undefined);
 
-function summarize(value: unknown): MessageSummary | undefined {
+/** The summary of a parsed POST body; undefined when it is no JSON-RPC message at all. */
+export function summarizeMessage(value: unknown): MessageSummary | undefined {
   if (Array.isArray(value)) return { asTask: false, batchSize: value.length };
   if (typeof value !== 'object' || value === null) return undefined;
   const message = value as Record<string, unknown>;
@@ -43,32 +45,4 @@ function summarize(value: unknown): MessageSummary | undefined {
     tool: method === 'tools/call' ? asString(params.name) : undefined,
     asTask: method === 'tools/call' && params.task !== undefined,
   };
-}
-
-/**
- * Starts reading a POST body beside the handler (from a clone, within the same size limit), so that
- * limits and the log know the method without the handler passing it on.
- */
-export function trackRequest(request: Request, maxBodyBytes: number): void {
-  const message =
-    request.method === 'POST' && request.body
-      ? readBodyWithLimit(request.clone(), maxBodyBytes)
-          .then((body) => summarize(JSON.parse(body)))
-          .catch(() => undefined)
-      : Promise.resolve(undefined);
-  factsByRequest.set(request, { message });
-}
-
-/** The summary of a tracked request's message; undefined when it was not tracked or not readable. */
-export function messageOf(request: Request): Promise<MessageSummary | undefined> {
-  return factsByRequest.get(request)?.message ?? Promise.resolve(undefined);
-}
-
-export function noteCaller(request: Request, caller: RequestCaller): void {
-  const facts = factsByRequest.get(request);
-  if (facts) facts.caller = caller;
-}
-
-export function callerOf(request: Request): RequestCaller | undefined {
-  return factsByRequest.get(request)?.caller;
 }

@@ -18,25 +18,25 @@ export const sseHeaders = {
   'X-Accel-Buffering': 'no',
 };
 
+/** Where a stream's text goes: a Node response, or the controller of a Web stream. */
+export interface SseSink {
+  write(chunk: string): void;
+  end(): void;
+}
+
 /**
- * One server-sent-events response. `closed` tells writers when the client has gone; `signal` aborts
- * then too, so that work done only for this stream stops.
+ * One server-sent-events response, written to whichever sink carries it (`attach`): text written
+ * before then waits for it. `closed` tells writers when the client has gone; `signal` aborts then
+ * too, so that work done only for this stream stops.
  */
 export class SseStream {
-  readonly body: ReadableStream<Uint8Array>;
-  private controller!: ReadableStreamDefaultController<Uint8Array>;
+  private sink: SseSink | undefined;
+  /** A first comment makes the server send the headers now, not with the first event. */
+  private pending: string[] | undefined = [': stream open\n\n'];
   private readonly aborter = new AbortController();
   private readonly keepAlive: ReturnType<typeof setInterval>;
 
   constructor(keepAliveMs = defaultKeepAliveMs) {
-    this.body = new ReadableStream<Uint8Array>({
-      start: (controller) => {
-        this.controller = controller;
-        // A first comment makes the server send the headers now, not with the first event.
-        controller.enqueue(encoder.encode(': stream open\n\n'));
-      },
-      cancel: () => this.finish(),
-    });
     openStreams.add(this);
     this.keepAlive = setInterval(() => this.write(': keep-alive\n\n'), keepAliveMs);
     this.keepAlive.unref?.();
@@ -50,6 +50,38 @@ export class SseStream {
     return this.aborter.signal.aborted;
   }
 
+  /** Starts writing to `sink`: what was written so far first. A stream attaches once. */
+  attach(sink: SseSink): void {
+    if (this.sink) throw new Error('The stream is already attached');
+    this.sink = sink;
+    for (const chunk of this.pending ?? []) sink.write(chunk);
+    this.pending = undefined;
+    if (this.closed) sink.end();
+  }
+
+  /** The stream as a Web stream's body, for route handlers. */
+  toReadableStream(): ReadableStream<Uint8Array> {
+    return new ReadableStream<Uint8Array>({
+      start: (controller) =>
+        this.attach({
+          write: (chunk) => controller.enqueue(encoder.encode(chunk)),
+          end: () => {
+            try {
+              controller.close();
+            } catch {
+              // Already closed by the reader.
+            }
+          },
+        }),
+      cancel: () => this.abandon(),
+    });
+  }
+
+  /** A Web `Response` carrying the stream. */
+  response(headers: Record<string, string> = {}): Response {
+    return new Response(this.toReadableStream(), { status: 200, headers: { ...sseHeaders, ...headers } });
+  }
+
   /** Sends one JSON-RPC message as a `message` event, with an event id when the stream is resumable. */
   send(message: unknown, id?: number | string): void {
     this.write(`${id !== undefined ? `id: ${id}\n` : ''}data: ${JSON.stringify(message)}\n\n`);
@@ -60,24 +92,26 @@ export class SseStream {
     this.write(`id: ${id}\n${retryMs !== undefined ? `retry: ${retryMs}\n` : ''}data: \n\n`);
   }
 
+  /** Ends the stream from this side. */
   close(): void {
     if (this.closed) return;
-    try {
-      this.controller.close();
-    } catch {
-      // Already closed by the reader.
-    }
     this.finish();
+    this.sink?.end();
   }
 
-  response(headers: Record<string, string> = {}): Response {
-    return new Response(this.body, { status: 200, headers: { ...sseHeaders, ...headers } });
+  /** The client has gone: nothing more is written. */
+  abandon(): void {
+    this.finish();
   }
 
   private write(chunk: string): void {
     if (this.closed) return;
+    if (!this.sink) {
+      this.pending!.push(chunk);
+      return;
+    }
     try {
-      this.controller.enqueue(encoder.encode(chunk));
+      this.sink.write(chunk);
     } catch {
       this.finish();
     }

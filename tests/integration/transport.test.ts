@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RawMcp, SseReader } from '../helpers/mcp';
 import { createToken, revokeToken, startServer, type TestServer } from '../helpers/server';
@@ -143,6 +144,31 @@ describe('HTTP framing', () => {
     expect(response.status).toBe(413);
     expect((await response.json()).error.message).toMatch(/4096 bytes/);
     expect((await mcp.request('ping')).status).toBe(200);
+  });
+
+  it('reads a body sent in chunks without a length, and refuses one that grows past the limit', async () => {
+    const mcp = await session();
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const postInChunks = (chunks: string[]) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const request = http.request(server.mcpUrl, { method: 'POST', agent, headers: mcp.headers({ 'Transfer-Encoding': 'chunked' }) }, (response) => {
+          let body = '';
+          response.setEncoding('utf8').on('data', (chunk) => (body += chunk)).on('end', () => resolve({ status: response.statusCode!, body }));
+        });
+        request.on('error', reject);
+        for (const chunk of chunks) request.write(chunk);
+        request.end();
+      });
+    const ping = JSON.stringify({ jsonrpc: '2.0', id: 'chunked', method: 'ping' });
+    const whole = await postInChunks(['\uFEFF', ping.slice(0, 10), ping.slice(10)]);
+    expect(whole.status).toBe(200);
+    expect(JSON.parse(whole.body)).toEqual({ jsonrpc: '2.0', id: 'chunked', result: {} });
+    const tooBig = await postInChunks([`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"`, 'x'.repeat(3000), 'x'.repeat(3000), '"}}']);
+    expect(tooBig.status).toBe(413);
+    expect(JSON.parse(tooBig.body).error.message).toMatch(/4096 bytes/);
+    // The same connection still serves the next request.
+    expect((await postInChunks([ping])).status).toBe(200);
+    agent.destroy();
   });
 
   it('answers other HTTP methods with 405', async () => {

@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { accepts, allowedOrigins, readBodyWithLimit, requireAllowedOrigin } from '@/lib/mcp/http';
+import { fromWebRequest } from '@/lib/mcp/exchange';
+import { accepts, allowedOrigins, requireAllowedOrigin } from '@/lib/mcp/http';
 
 const withHeaders = (headers: Record<string, string>, body?: string) =>
-  new Request('http://localhost:3000/mcp', { method: body === undefined ? 'GET' : 'POST', headers, body });
+  fromWebRequest(new Request('http://localhost:3000/mcp', { method: body === undefined ? 'GET' : 'POST', headers, body }));
 
 describe('Accept negotiation', () => {
   it('reads media types with parameters, q-values and wildcards', () => {
@@ -37,7 +38,7 @@ describe('Origin checks', () => {
 
 describe('body limit', () => {
   it('reads a body within the limit and refuses one past it', async () => {
-    expect(await readBodyWithLimit(withHeaders({}, 'héllo'), 6)).toBe('héllo');
-    await expect(readBodyWithLimit(withHeaders({}, 'x'.repeat(11)), 10)).rejects.toMatchObject({ status: 413 });
+    expect(await withHeaders({}, 'héllo').text(6)).toBe('héllo');
+    await expect(withHeaders({}, 'x'.repeat(11)).text(10)).rejects.toMatchObject({ status: 413 });
   });
 });

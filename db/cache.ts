@@ -7,7 +7,8 @@ import { getDb } from './client';
  * Staleness: the query functions that write these rows update or drop their entries at once, so this
  * process never serves what it has itself changed. A write by another connection (the token CLI, a
  * second process on the same SQLite file) changes SQLite's `data_version`, which empties every cache
- * before the next read. When several instances share a database server instead (where no such
+ * before the next read (the counter is read at most once per clock millisecond: a write committed in
+ * the millisecond of the last check is seen by the first read of the next one). When several instances share a database server instead (where no such
  * counter exists), an entry may be at most `maxAgeMs` old: a revocation made elsewhere takes effect
  * within that time.
  */
@@ -58,6 +59,8 @@ export class RowCache<K, V> {
 interface CacheRegistry {
   caches: Map<string, RowCache<unknown, unknown>>;
   dataVersion?: number;
+  /** When data_version was last read (Date.now()). */
+  checkedAt?: number;
   connection?: unknown;
   readDataVersion?: () => number;
 }
@@ -75,7 +78,10 @@ export function rowCache<K, V>(name: string, maxEntries: number, maxAgeMs: numbe
 }
 
 function dropCachesIfDatabaseChanged(): void {
+  const now = Date.now();
   const sqlite = getDb().$client;
+  if (registry.checkedAt === now && registry.connection === sqlite) return;
+  registry.checkedAt = now;
   if (registry.connection !== sqlite || !registry.readDataVersion) {
     // A new connection: nothing cached can be trusted.
     const statement = sqlite.prepare('PRAGMA data_version').pluck();

@@ -1,4 +1,5 @@
 import { and, asc, count, desc, eq, gt, inArray, like, lte, sql } from 'drizzle-orm';
+import { rowCache } from '../cache';
 import { getDb, preparedQuery } from '../client';
 import { taskEvents, tasks, type TaskStatus } from '../schema';
 
@@ -6,7 +7,6 @@ export type TaskRow = typeof tasks.$inferSelect;
 export type NewTaskRow = Omit<TaskRow, 'lastUpdatedAt' | 'progress' | 'progressTotal' | 'progressMessage' | 'result' | 'error' | 'attempt'>;
 export type TaskEventRow = typeof taskEvents.$inferSelect;
 
-/** Inserts a task and its first event in one transaction: once this returns, the task is durable. */
 /** A task's events are written with every creation and transition: one prepared statement. */
 const insertTaskEvent = preparedQuery((db) =>
   db
@@ -23,16 +23,67 @@ const insertTaskEvent = preparedQuery((db) =>
 );
 const selectStatusById = preparedQuery((db) => db.select({ status: tasks.status }).from(tasks).where(eq(tasks.id, sql.placeholder('id'))).prepare());
 
-export function insertTask(row: NewTaskRow, actor: string): TaskRow {
-  return getDb().transaction((tx) => {
-    const task = tx
-      .insert(tasks)
-      .values({ ...row, lastUpdatedAt: row.createdAt })
-      .returning()
-      .all()[0];
-    insertTaskEvent().run({ taskId: task.id, at: task.createdAt, fromStatus: null, toStatus: task.status, statusMessage: task.statusMessage, actor });
-    return task;
-  });
+/** A nullable JSON column's value as stored: SQL NULL for null, JSON text otherwise. */
+const jsonOrNull = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
+
+const insertTaskRow = preparedQuery((db) =>
+  db
+    .insert(tasks)
+    .values({
+      id: sql.placeholder('id'),
+      userId: sql.placeholder('userId'),
+      sessionId: sql.placeholder('sessionId'),
+      clientName: sql.placeholder('clientName'),
+      clientVersion: sql.placeholder('clientVersion'),
+      toolName: sql.placeholder('toolName'),
+      arguments: sql.placeholder('arguments'),
+      status: sql.placeholder('status'),
+      statusMessage: sql.placeholder('statusMessage'),
+      createdAt: sql.placeholder('createdAt'),
+      lastUpdatedAt: sql.placeholder('createdAt'),
+      ttlMs: sql.placeholder('ttlMs'),
+      expiresAt: sql.placeholder('expiresAt'),
+      pollIntervalMs: sql.placeholder('pollIntervalMs'),
+      progressToken: sql`${sql.placeholder('progressToken')}`,
+      invocation: sql.placeholder('invocation'),
+      callRequestId: sql`${sql.placeholder('callRequestId')}`,
+    })
+    .returning()
+    .prepare(),
+);
+
+/**
+ * Stored tasks per user, counted once and then kept in step by this process's own inserts and
+ * deletions (counting them on every creation would read up to the whole limit's worth of rows).
+ */
+const storedCounts = rowCache<string, number>('stored-tasks-by-user', 10_000, 5_000);
+
+/** Why a task was not inserted: the user is at one of the limits, with this many tasks. */
+export type TaskLimitRefusal = { refused: 'active' | 'stored'; count: number };
+
+/**
+ * Inserts a task and its first event in one transaction, unless the user is at a limit (checked in
+ * the same transaction, so that two creations cannot both take the last place): once this returns a
+ * task, it is durable.
+ */
+export function insertTaskWithinLimits(
+  row: NewTaskRow,
+  actor: string,
+  limits: { maxActive: number; maxStored: number },
+): { task: TaskRow } | TaskLimitRefusal {
+  return getDb().transaction(
+    () => {
+      const active = countActiveByUser().get({ userId: row.userId })?.n ?? 0;
+      if (active >= limits.maxActive) return { refused: 'active', count: active } as const;
+      const stored = storedCounts.get(row.userId, () => storedByUserUpTo().get({ userId: row.userId, atMost: limits.maxStored })?.n ?? 0) ?? 0;
+      if (stored >= limits.maxStored) return { refused: 'stored', count: stored } as const;
+      const task = insertTaskRow().all({ ...row, progressToken: jsonOrNull(row.progressToken), callRequestId: jsonOrNull(row.callRequestId) })[0];
+      insertTaskEvent().run({ taskId: task.id, at: task.createdAt, fromStatus: null, toStatus: task.status, statusMessage: task.statusMessage, actor });
+      storedCounts.update(row.userId, (n) => n + 1);
+      return { task };
+    },
+    { behavior: 'immediate' },
+  );
 }
 
 const selectTaskByIdForUser = preparedQuery((db) =>
@@ -42,10 +93,33 @@ const selectTaskByIdForUser = preparedQuery((db) =>
     .where(and(eq(tasks.id, sql.placeholder('id')), eq(tasks.userId, sql.placeholder('userId'))))
     .prepare(),
 );
+/** What tasks/get returns of a task, and its expiry: no arguments or result to read and decode. */
+const taskStatusColumns = {
+  id: tasks.id,
+  status: tasks.status,
+  statusMessage: tasks.statusMessage,
+  createdAt: tasks.createdAt,
+  lastUpdatedAt: tasks.lastUpdatedAt,
+  ttlMs: tasks.ttlMs,
+  pollIntervalMs: tasks.pollIntervalMs,
+  expiresAt: tasks.expiresAt,
+};
+export type TaskStatusRow = Pick<TaskRow, keyof typeof taskStatusColumns>;
+const selectTaskStatusByIdForUser = preparedQuery((db) =>
+  db
+    .select(taskStatusColumns)
+    .from(tasks)
+    .where(and(eq(tasks.id, sql.placeholder('id')), eq(tasks.userId, sql.placeholder('userId'))))
+    .prepare(),
+);
 const selectTaskById = preparedQuery((db) => db.select().from(tasks).where(eq(tasks.id, sql.placeholder('id'))).prepare());
 
 export function getTaskByIdForUser(id: string, userId: string): TaskRow | undefined {
   return selectTaskByIdForUser().get({ id, userId });
+}
+
+export function getTaskStatusByIdForUser(id: string, userId: string): TaskStatusRow | undefined {
+  return selectTaskStatusByIdForUser().get({ id, userId });
 }
 
 /** The task a plain tools/call of this session started, found by the call's JSON-RPC id. */
@@ -98,6 +172,22 @@ export function listTasksByUserId(
 /** lastUpdatedAt moves forward on every change, even two changes within one millisecond. */
 const nextUpdatedAt = (now: number) => sql`max(${now}, ${tasks.lastUpdatedAt} + 1)`;
 
+/** A transition's update; `from` is a JSON array of statuses, and a null result or error keeps the stored one. */
+const updateTaskStatus = preparedQuery((db) =>
+  db
+    .update(tasks)
+    .set({
+      status: sql`${sql.placeholder('to')}`,
+      statusMessage: sql`${sql.placeholder('statusMessage')}`,
+      lastUpdatedAt: sql`max(${sql.placeholder('now')}, ${tasks.lastUpdatedAt} + 1)`,
+      result: sql`coalesce(${sql.placeholder('result')}, ${tasks.result})`,
+      error: sql`coalesce(${sql.placeholder('error')}, ${tasks.error})`,
+    })
+    .where(and(eq(tasks.id, sql.placeholder('id')), sql`${tasks.status} in (select value from json_each(${sql.placeholder('from')}))`))
+    .returning()
+    .prepare(),
+);
+
 /**
  * Moves a task between states only when it is in one of `from`: the database decides every race.
  * Returns the updated row, or undefined when the task was not in `from` (or does not exist).
@@ -114,20 +204,17 @@ export function transitionTask(
   },
 ): TaskRow | undefined {
   const now = Date.now();
-  return getDb().transaction((tx) => {
+  return getDb().transaction(() => {
     const before = selectStatusById().get({ id });
-    const updated = tx
-      .update(tasks)
-      .set({
-        status: change.to,
-        statusMessage: change.statusMessage,
-        lastUpdatedAt: nextUpdatedAt(now),
-        ...(change.result !== undefined ? { result: change.result } : {}),
-        ...(change.error !== undefined ? { error: change.error } : {}),
-      })
-      .where(and(eq(tasks.id, id), inArray(tasks.status, [...change.from])))
-      .returning()
-      .all()[0];
+    const updated = updateTaskStatus().all({
+      id,
+      from: JSON.stringify(change.from),
+      to: change.to,
+      statusMessage: change.statusMessage,
+      now,
+      result: jsonOrNull(change.result),
+      error: jsonOrNull(change.error),
+    })[0];
     if (!updated) return undefined;
     insertTaskEvent().run({ taskId: id, at: now, fromStatus: before?.status ?? null, toStatus: change.to, statusMessage: change.statusMessage, actor: change.actor });
     return updated;
@@ -193,11 +280,9 @@ export function listTasksByStatus(statuses: readonly TaskStatus[]): TaskRow[] {
 
 /** Deletes every task whose ttl has run out (their events go with them). */
 export function deleteExpiredTasks(now: number): Array<{ id: string; userId: string }> {
-  return getDb()
-    .delete(tasks)
-    .where(lte(tasks.expiresAt, now))
-    .returning({ id: tasks.id, userId: tasks.userId })
-    .all();
+  const deleted = getDb().delete(tasks).where(lte(tasks.expiresAt, now)).returning({ id: tasks.id, userId: tasks.userId }).all();
+  for (const { userId } of deleted) storedCounts.update(userId, (n) => n - 1);
+  return deleted;
 }
 
 export function listTaskEventsByTaskId(taskId: string): TaskEventRow[] {
@@ -215,19 +300,16 @@ export function countTasksByStatusForUser(userId: string, notExpiredAt: number):
   return Object.fromEntries(rows.map((row) => [row.status, row.n]));
 }
 
+/**
+ * The user's stored tasks, ended ones included, counted up to `atMost`: the count stops there, so a
+ * user with a million tasks costs no more to check than one at the limit.
+ */
 const storedByUserUpTo = preparedQuery((db) => {
   const stored = db.select({ one: sql`1` }).from(tasks).where(eq(tasks.userId, sql.placeholder('userId'))).limit(sql.placeholder('atMost')).as('stored');
   return db.select({ n: count() }).from(stored).prepare();
 });
 
-/**
- * The user's stored tasks, ended ones included, counted up to `atMost`: the count stops there, so a
- * user with a million tasks costs no more to check than one at the limit.
- */
-export function countTasksByUserIdUpTo(userId: string, atMost: number): number {
-  return storedByUserUpTo().get({ userId, atMost })?.n ?? 0;
-}
-
+/** The user's working or waiting tasks: at most the active limit of them, through the (user, status) index. */
 const countActiveByUser = preparedQuery((db) =>
   db
     .select({ n: count() })
@@ -236,6 +318,3 @@ const countActiveByUser = preparedQuery((db) =>
     .prepare(),
 );
 
-export function countActiveTasksByUserId(userId: string): number {
-  return countActiveByUser().get({ userId })?.n ?? 0;
-}

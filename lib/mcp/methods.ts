@@ -270,7 +270,7 @@ const methods: Record<string, { handler: MethodHandler; needsTasks?: boolean }> 
     handler: async (rawParams, ctx) => {
       const { taskId } = parseParams(taskIdParamsSchema, rawParams);
       try {
-        return toTask(ctx.engine.getTask(taskId, ctx.userId));
+        return toTask(ctx.engine.getTaskStatus(taskId, ctx.userId));
       } catch (error) {
         throw taskErrorToRpc(error, 'Failed to retrieve task');
       }

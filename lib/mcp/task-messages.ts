@@ -1,11 +1,11 @@
-import { isTaskError, type TaskRow } from '@/lib/tasks/engine';
+import { isTaskError, type TaskRow, type TaskStatusRow } from '@/lib/tasks/engine';
 import { ErrorCode, RpcError } from './errors';
 
 export const relatedTaskKey = 'io.modelcontextprotocol/related-task';
 export const modelImmediateResponseKey = 'io.modelcontextprotocol/model-immediate-response';
 
 /** The flat Task object of the 2025-11-25 schema. */
-export function toTask(row: TaskRow) {
+export function toTask(row: TaskStatusRow) {
   return {
     taskId: row.id,
     status: row.status,

@@ -1,13 +1,12 @@
 import {
-  countActiveTasksByUserId,
-  countTasksByUserIdUpTo,
   countTasksByStatusForUser,
   deleteExpiredTasks,
   getCallTaskByRequestId,
   getTaskById,
   getTaskByIdForUser,
+  getTaskStatusByIdForUser,
   incrementTaskAttempt,
-  insertTask,
+  insertTaskWithinLimits,
   listTasksByStatus,
   listTaskEventsByTaskId,
   listTasksByUserId,
@@ -17,6 +16,7 @@ import {
   type TaskEventRow,
   type TaskFilter,
   type TaskRow,
+  type TaskStatusRow,
 } from '@/db/queries/tasks';
 import {
   executeTool,
@@ -32,10 +32,11 @@ import { decodeCursor, encodeCursor } from './cursor';
 import { describeFields } from './elicitation';
 import { TaskInputs } from './inputs';
 import { CoalescedProgress } from './progress';
+import { inTransaction } from '@/db/queries/transaction';
 import { waitFor } from './wait';
 import { activeStatuses, isTerminal, statusesLeadingTo, type TaskStatus } from './states';
 
-export type { TaskEventRow, TaskFilter, TaskRow };
+export type { TaskEventRow, TaskFilter, TaskRow, TaskStatusRow };
 
 export interface EngineConfig {
   defaultTtlMs: number;
@@ -65,6 +66,13 @@ export class TaskError extends Error {
   ) {
     super(message);
   }
+}
+
+/** A task the caller may see: theirs (the same error as for none, so that ids cannot be probed) and not expired. */
+function live<T extends { expiresAt: number }>(row: T | undefined): T {
+  if (!row) throw new TaskError('not_found', 'Task not found');
+  if (row.expiresAt <= Date.now()) throw new TaskError('expired', 'Task has expired');
+  return row;
 }
 
 export function isTaskError(error: unknown): error is TaskError {
@@ -105,26 +113,12 @@ export class TaskEngine {
 
   /** Commits the task, starts its work, and returns the committed row. */
   createTask(input: NewTask): TaskRow {
-    const active = countActiveTasksByUserId(input.userId);
-    if (active >= this.config.maxActivePerUser) {
-      throw new TaskError(
-        'limit',
-        `Too many active tasks: you have ${active} working or waiting for input (the limit is ${this.config.maxActivePerUser}); cancel some or wait for them to finish`,
-      );
-    }
-    const stored = countTasksByUserIdUpTo(input.userId, this.config.maxStoredPerUser);
-    if (stored >= this.config.maxStoredPerUser) {
-      throw new TaskError(
-        'limit',
-        `Too many stored tasks: you have ${stored} (the limit is ${this.config.maxStoredPerUser}); they are deleted when their ttl ends`,
-      );
-    }
     const now = Date.now();
     const requested = input.requestedTtlMs ?? this.config.defaultTtlMs;
     // The receiver may override the requested ttl: work that waits for a person gets the time it needs.
     const wanted = Math.max(requested, input.tool.minTtlMs ?? 0);
     const ttlMs = Math.round(Math.max(minTtlMs, Math.min(wanted, this.config.maxTtlMs)));
-    const row = insertTask(
+    const inserted = insertTaskWithinLimits(
       {
         id: crypto.randomUUID(),
         userId: input.userId,
@@ -145,7 +139,17 @@ export class TaskEngine {
         callRequestId: input.callRequestId ?? null,
       },
       'client',
+      { maxActive: this.config.maxActivePerUser, maxStored: this.config.maxStoredPerUser },
     );
+    if ('refused' in inserted) {
+      throw new TaskError(
+        'limit',
+        inserted.refused === 'active'
+          ? `Too many active tasks: you have ${inserted.count} working or waiting for input (the limit is ${this.config.maxActivePerUser}); cancel some or wait for them to finish`
+          : `Too many stored tasks: you have ${inserted.count} (the limit is ${this.config.maxStoredPerUser}); they are deleted when their ttl ends`,
+      );
+    }
+    const row = inserted.task;
     // Creation is not a transition: the client learns of the task from CreateTaskResult itself.
     this.announce(row, false);
     this.run({ ...row, arguments: input.args }, input.tool);
@@ -154,10 +158,12 @@ export class TaskEngine {
 
   /** The caller's task; another user's task is reported exactly like one that does not exist. */
   getTask(taskId: string, userId: string): TaskRow {
-    const row = getTaskByIdForUser(taskId, userId);
-    if (!row) throw new TaskError('not_found', 'Task not found');
-    if (row.expiresAt <= Date.now()) throw new TaskError('expired', 'Task has expired');
-    return row;
+    return live(getTaskByIdForUser(taskId, userId));
+  }
+
+  /** The task's state without its arguments or result: what a client polling tasks/get reads. */
+  getTaskStatus(taskId: string, userId: string): TaskStatusRow {
+    return live(getTaskStatusByIdForUser(taskId, userId));
   }
 
   listTasks(
@@ -375,18 +381,22 @@ export class TaskEngine {
       to = 'failed';
       statusMessage = `Tool execution failed: ${firstText(result) ?? 'the tool returned an error result'}`;
     }
-    const ended = transitionTask(taskId, {
-      from: activeStatuses,
-      to,
-      statusMessage,
-      actor: 'system',
-      ...(result ? { result: result as unknown as Record<string, unknown> } : {}),
-      ...(error ? { error } : {}),
+    // One commit: the outcome, its event, the withdrawn questions and what listeners write (the
+    // session's status notification).
+    inTransaction(() => {
+      const ended = transitionTask(taskId, {
+        from: activeStatuses,
+        to,
+        statusMessage,
+        actor: 'system',
+        ...(result ? { result: result as unknown as Record<string, unknown> } : {}),
+        ...(error ? { error } : {}),
+      });
+      if (ended) {
+        this.announce(ended, true);
+        this.inputs.withdrawAll(taskId);
+      }
     });
-    if (ended) {
-      this.announce(ended, true);
-      this.inputs.withdrawAll(taskId);
-    }
   }
 
   private announce(row: TaskRow, transition: boolean): void {

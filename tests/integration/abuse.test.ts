@@ -169,6 +169,20 @@ describe('storage bounds', () => {
     expect(stored.n).toBe(limits.storedTasks);
   });
 
+  it('gives the places of expired tasks back once they are swept', async () => {
+    const mcp = await session('short-lived@example.com');
+    const create = () => mcp.request('tools/call', { name: 'delay', arguments: { seconds: 0 }, task: { ttl: 1000 } });
+    for (let created = 0; created < limits.storedTasks; created += 1) expect((await create()).body.result.task.taskId).toBeTruthy();
+    expect((await create()).body.error.message).toContain('Too many stored tasks');
+    // Task operations are rate-limited here (10 a minute): wait on the database, then create once.
+    const stored = () => (server.db().prepare("SELECT count(*) AS n FROM tasks t JOIN users u ON u.id = t.user_id WHERE u.email = 'short-lived@example.com'").get() as { n: number }).n;
+    const deadline = Date.now() + 15_000;
+    while (stored() > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(stored()).toBe(0);
+    const reply = await create();
+    expect(reply.body.result?.task?.taskId).toBeTruthy();
+  });
+
   it('keeps no arguments of a task whose arguments do not fit the tool', async () => {
     const mcp = await session('bad-args@example.com');
     const bad = await mcp.startDelayTask(0, { arguments: { seconds: 'x'.repeat(100_000) } });

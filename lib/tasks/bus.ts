@@ -52,8 +52,17 @@ export function createInProcessBus(): EventBus {
       emitter.emit(topic, event);
     },
     subscribe(topic, listener) {
-      emitter.on(topic, listener);
-      return () => emitter.off(topic, listener);
+      // A failing listener is its own problem: it must not stop the others, nor undo the change that
+      // published the event (events are published inside the change's transaction).
+      const isolated = (event: BusEvent) => {
+        try {
+          listener(event);
+        } catch (error) {
+          console.error(`A listener of ${topic} failed`, error);
+        }
+      };
+      emitter.on(topic, isolated);
+      return () => emitter.off(topic, isolated);
     },
   };
 }

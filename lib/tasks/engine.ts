@@ -256,8 +256,8 @@ export class TaskEngine {
           return undefined;
         },
         signal,
-        // Progress and status messages change neither the status nor the questions: nothing to do for them.
-        (event) => event.type !== 'task-progress' && !(event.type === 'task-changed' && !event.transition),
+        // Progress, log and status messages (and closed connections) change neither the status nor the questions: nothing to do for them.
+        (event) => event.type !== 'task-progress' && event.type !== 'task-log' && event.type !== 'task-stream-close' && !(event.type === 'task-changed' && !event.transition),
       );
     } finally {
       unsubscribe?.();
@@ -331,6 +331,13 @@ export class TaskEngine {
         const updated = progress.report({ statusMessage: message });
         if (updated) this.announce(updated, false);
       },
+      log: (level, data, logger) => {
+        if (controller.signal.aborted) return;
+        publishTaskEvent(this.bus, { type: 'task-log', task: row, level, data, ...(logger !== undefined ? { logger } : {}) });
+      },
+      closeStream: () => {
+        if (!controller.signal.aborted) publishTaskEvent(this.bus, { type: 'task-stream-close', task: row });
+      },
       elicit: async (request, { key }) => {
         const fields = describeFields(request.requestedSchema);
         if (!fields.ok) throw new ToolProtocolError(-32602, `Invalid elicitation: ${fields.message}`);
@@ -349,7 +356,10 @@ export class TaskEngine {
         return answered.response ?? {};
       },
     };
-    void executeTool(tool, row.arguments, ctx)
+    // The tool starts after the caller's turn, so that whoever follows the task (a plain call's stream)
+    // is listening before the tool's first log message or progress report.
+    void Promise.resolve()
+      .then(() => executeTool(tool, row.arguments, ctx))
       .then((outcome) => {
         if (controller.signal.aborted) return;
         progress.flush();

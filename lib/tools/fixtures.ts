@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { delayTool } from './delay';
-import { defineTool, logLevels, textResult, type ElicitRequest, type ToolContext } from './define';
+import { defineTool, logLevels, textResult, type CallToolResult, type ElicitRequest, type ToolContext } from './define';
 
 const noArguments = z.object({});
 
@@ -63,76 +63,38 @@ const silentWav = 'UklGRjQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YRAAAAAAA
 /** The pause between a tool's reports, so that the client receives them as separate messages. */
 const reportPauseMs = 50;
 
-export const simpleTextTool = defineTool({
-  name: 'test_simple_text',
-  description: 'Returns one text block.',
-  inputSchema: noArguments,
-  taskSupport: 'forbidden',
-  async run() {
-    return textResult('This is a simple text response for testing.');
-  },
+/** A tool without arguments that returns the same result every time. */
+function fixedResultTool(name: string, description: string, result: CallToolResult) {
+  return defineTool({ name, description, inputSchema: noArguments, taskSupport: 'forbidden', run: async () => result });
+}
+
+export const simpleTextTool = fixedResultTool('test_simple_text', 'Returns one text block.', textResult('This is a simple text response for testing.'));
+
+export const imageContentTool = fixedResultTool('test_image_content', 'Returns one image block (a 1x1 PNG).', {
+  content: [{ type: 'image', data: redPixelPng, mimeType: 'image/png' }],
 });
 
-export const imageContentTool = defineTool({
-  name: 'test_image_content',
-  description: 'Returns one image block (a 1x1 PNG).',
-  inputSchema: noArguments,
-  taskSupport: 'forbidden',
-  async run() {
-    return { content: [{ type: 'image', data: redPixelPng, mimeType: 'image/png' }] };
-  },
+export const audioContentTool = fixedResultTool('test_audio_content', 'Returns one audio block (a short silent WAV).', {
+  content: [{ type: 'audio', data: silentWav, mimeType: 'audio/wav' }],
 });
 
-export const audioContentTool = defineTool({
-  name: 'test_audio_content',
-  description: 'Returns one audio block (a short silent WAV).',
-  inputSchema: noArguments,
-  taskSupport: 'forbidden',
-  async run() {
-    return { content: [{ type: 'audio', data: silentWav, mimeType: 'audio/wav' }] };
-  },
+export const embeddedResourceTool = fixedResultTool('test_embedded_resource', 'Returns one embedded text resource.', {
+  content: [{ type: 'resource', resource: { uri: 'test://embedded-resource', mimeType: 'text/plain', text: 'This is an embedded resource content.' } }],
 });
 
-export const embeddedResourceTool = defineTool({
-  name: 'test_embedded_resource',
-  description: 'Returns one embedded text resource.',
-  inputSchema: noArguments,
-  taskSupport: 'forbidden',
-  async run() {
-    return {
-      content: [{ type: 'resource', resource: { uri: 'test://embedded-resource', mimeType: 'text/plain', text: 'This is an embedded resource content.' } }],
-    };
-  },
+export const multipleContentTypesTool = fixedResultTool('test_multiple_content_types', 'Returns a text, an image and an embedded resource block.', {
+  content: [
+    { type: 'text', text: 'Multiple content types test:' },
+    { type: 'image', data: redPixelPng, mimeType: 'image/png' },
+    { type: 'resource', resource: { uri: 'test://mixed-content-resource', mimeType: 'application/json', text: JSON.stringify({ test: 'data', value: 123 }) } },
+  ],
 });
 
-export const multipleContentTypesTool = defineTool({
-  name: 'test_multiple_content_types',
-  description: 'Returns a text, an image and an embedded resource block.',
-  inputSchema: noArguments,
-  taskSupport: 'forbidden',
-  async run() {
-    return {
-      content: [
-        { type: 'text', text: 'Multiple content types test:' },
-        { type: 'image', data: redPixelPng, mimeType: 'image/png' },
-        {
-          type: 'resource',
-          resource: { uri: 'test://mixed-content-resource', mimeType: 'application/json', text: JSON.stringify({ test: 'data', value: 123 }) },
-        },
-      ],
-    };
-  },
-});
-
-export const errorHandlingTool = defineTool({
-  name: 'test_error_handling',
-  description: 'Always fails with an isError result.',
-  inputSchema: noArguments,
-  taskSupport: 'forbidden',
-  async run() {
-    return textResult('This tool intentionally returns an error for testing', true);
-  },
-});
+export const errorHandlingTool = fixedResultTool(
+  'test_error_handling',
+  'Always fails with an isError result.',
+  textResult('This tool intentionally returns an error for testing', true),
+);
 
 /** Optional, so that a task-augmented call shows its log messages reaching the session's stream. */
 export const loggingTool = defineTool({
@@ -209,84 +171,70 @@ export const elicitationTool = defineTool({
   },
 });
 
-export const elicitationDefaultsTool = defineTool({
-  name: 'test_elicitation_sep1034_defaults',
-  description: 'Asks a question whose every field has a default (SEP-1034).',
-  inputSchema: noArguments,
-  taskSupport: 'optional',
-  requiresClient: 'elicitation',
-  async run(_args, ctx) {
-    return askAndReport(
-      ctx,
-      {
-        message: 'Please review and update the form fields with defaults',
-        requestedSchema: {
-          type: 'object',
-          properties: {
-            name: { type: 'string', description: 'User name', default: 'John Doe' },
-            age: { type: 'integer', description: 'User age', default: 30 },
-            score: { type: 'number', description: 'User score', default: 95.5 },
-            status: { type: 'string', description: 'User status', enum: ['active', 'inactive', 'pending'], default: 'active' },
-            verified: { type: 'boolean', description: 'Verification status', default: true },
-          },
-        },
-      },
-      'Elicitation completed',
-    );
+/** A tool without arguments that asks the same question every time. */
+function fixedQuestionTool(name: string, description: string, question: ElicitRequest) {
+  return defineTool({
+    name,
+    description,
+    inputSchema: noArguments,
+    taskSupport: 'optional',
+    requiresClient: 'elicitation',
+    run: (_args, ctx) => askAndReport(ctx, question, 'Elicitation completed'),
+  });
+}
+
+export const elicitationDefaultsTool = fixedQuestionTool('test_elicitation_sep1034_defaults', 'Asks a question whose every field has a default (SEP-1034).', {
+  message: 'Please review and update the form fields with defaults',
+  requestedSchema: {
+    type: 'object',
+    properties: {
+      name: { type: 'string', description: 'User name', default: 'John Doe' },
+      age: { type: 'integer', description: 'User age', default: 30 },
+      score: { type: 'number', description: 'User score', default: 95.5 },
+      status: { type: 'string', description: 'User status', enum: ['active', 'inactive', 'pending'], default: 'active' },
+      verified: { type: 'boolean', description: 'Verification status', default: true },
+    },
   },
 });
 
-export const elicitationEnumsTool = defineTool({
-  name: 'test_elicitation_sep1330_enums',
-  description: 'Asks a question with each of the five kinds of choice (SEP-1330).',
-  inputSchema: noArguments,
-  taskSupport: 'optional',
-  requiresClient: 'elicitation',
-  async run(_args, ctx) {
-    return askAndReport(
-      ctx,
-      {
-        message: 'Please select options from the enum fields',
-        requestedSchema: {
-          type: 'object',
-          properties: {
-            untitledSingle: { type: 'string', description: 'Select one option', enum: ['option1', 'option2', 'option3'] },
-            titledSingle: {
-              type: 'string',
-              description: 'Select one option with titles',
-              oneOf: [
-                { const: 'value1', title: 'First Option' },
-                { const: 'value2', title: 'Second Option' },
-                { const: 'value3', title: 'Third Option' },
-              ],
-            },
-            legacyEnum: {
-              type: 'string',
-              description: 'Select one option (legacy)',
-              enum: ['opt1', 'opt2', 'opt3'],
-              enumNames: ['Option One', 'Option Two', 'Option Three'],
-            },
-            untitledMulti: {
-              type: 'array',
-              description: 'Select multiple options',
-              items: { type: 'string', enum: ['option1', 'option2', 'option3'] },
-            },
-            titledMulti: {
-              type: 'array',
-              description: 'Select multiple options with titles',
-              items: {
-                anyOf: [
-                  { const: 'value1', title: 'First Choice' },
-                  { const: 'value2', title: 'Second Choice' },
-                  { const: 'value3', title: 'Third Choice' },
-                ],
-              },
-            },
-          },
+export const elicitationEnumsTool = fixedQuestionTool('test_elicitation_sep1330_enums', 'Asks a question with each of the five kinds of choice (SEP-1330).', {
+  message: 'Please select options from the enum fields',
+  requestedSchema: {
+    type: 'object',
+    properties: {
+      untitledSingle: { type: 'string', description: 'Select one option', enum: ['option1', 'option2', 'option3'] },
+      titledSingle: {
+        type: 'string',
+        description: 'Select one option with titles',
+        oneOf: [
+          { const: 'value1', title: 'First Option' },
+          { const: 'value2', title: 'Second Option' },
+          { const: 'value3', title: 'Third Option' },
+        ],
+      },
+      legacyEnum: {
+        type: 'string',
+        description: 'Select one option (legacy)',
+        enum: ['opt1', 'opt2', 'opt3'],
+        enumNames: ['Option One', 'Option Two', 'Option Three'],
+      },
+      untitledMulti: {
+        type: 'array',
+        description: 'Select multiple options',
+        items: { type: 'string', enum: ['option1', 'option2', 'option3'] },
+      },
+      titledMulti: {
+        type: 'array',
+        description: 'Select multiple options with titles',
+        items: {
+          anyOf: [
+            { const: 'value1', title: 'First Choice' },
+            { const: 'value2', title: 'Second Choice' },
+            { const: 'value3', title: 'Third Choice' },
+          ],
         },
       },
-      'Elicitation completed',
-    );
+    },
   },
 });
 

@@ -28,15 +28,14 @@ export function touchMcpSession(id: string, now: number): void {
   sessionsById.update(id, (session) => ({ ...session, lastSeenAt: now }));
 }
 
-/** Stores the log level the session's client asked for; false when the session is not live. */
-export function setMcpSessionLogLevel(id: string, logLevel: string): boolean {
-  const changed = getDb()
+/** Stores the log level the session's client asked for (an ended session keeps what it had). */
+export function setMcpSessionLogLevel(id: string, logLevel: string): void {
+  getDb()
     .update(mcpSessions)
     .set({ logLevel })
     .where(and(eq(mcpSessions.id, id), isNull(mcpSessions.endedAt)))
-    .run().changes;
+    .run();
   sessionsById.update(id, (session) => ({ ...session, logLevel }));
-  return changed > 0;
 }
 
 /** Ends the sessions nobody has used since `cutoff`, except those listed (they have a stream open). */

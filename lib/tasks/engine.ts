@@ -27,7 +27,7 @@ import {
   type ToolDefinition,
 } from '@/lib/tools/define';
 import { findTool } from '@/lib/tools';
-import { publishTaskEvent, topics, type EventBus } from './bus';
+import { publishTaskEvent, topics, type BusEvent, type EventBus } from './bus';
 import { decodeCursor, encodeCursor } from './cursor';
 import { describeFields } from './elicitation';
 import { TaskInputs } from './inputs';
@@ -51,6 +51,12 @@ export interface EngineConfig {
 
 /** How often a running task's progress is written; every report is published on the bus at once. */
 const progressWriteIntervalMs = 1000;
+
+/**
+ * Events that change neither a task's status nor its questions (status messages are task-changed events
+ * without a transition): a task's waiters have nothing to do for them.
+ */
+const passingEvents = new Set<BusEvent['type']>(['task-progress', 'task-log', 'task-stream-close']);
 
 /** A shorter ttl would let a task expire before a client could poll it even once. */
 export const minTtlMs = 1000;
@@ -256,8 +262,7 @@ export class TaskEngine {
           return undefined;
         },
         signal,
-        // Progress, log and status messages (and closed connections) change neither the status nor the questions: nothing to do for them.
-        (event) => event.type !== 'task-progress' && event.type !== 'task-log' && event.type !== 'task-stream-close' && !(event.type === 'task-changed' && !event.transition),
+        (event) => !passingEvents.has(event.type) && !(event.type === 'task-changed' && !event.transition),
       );
     } finally {
       unsubscribe?.();

@@ -148,3 +148,22 @@ describe('over raw HTTP', () => {
     }
   });
 });
+
+describe('closing a plain call’s stream (SSE polling)', () => {
+  it('ends the connection mid-call, and the client resumes the stream with Last-Event-ID for the result', async () => {
+    const mcp = await session();
+    const response = await mcp.post({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 'test_reconnection', arguments: {} } });
+    expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    // The server closes the stream before the tool returns: the whole body is what came until then.
+    const firstPart = await response.text();
+    expect(firstPart).not.toContain('"result"');
+    const priming = /id: (\d+)\nretry: 1000\ndata: \n\n/.exec(firstPart);
+    expect(priming, firstPart).not.toBeNull();
+
+    const reader = await mcp.openGetStream(priming![1]);
+    const reply = await reader.nextMessageWhere((message) => message.id === 5);
+    expect(reply.result.content).toEqual([{ type: 'text', text: 'Reconnection test completed.' }]);
+    expect(await reader.next()).toBeNull();
+  });
+});
+

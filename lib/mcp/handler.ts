@@ -376,7 +376,9 @@ async function respond(
     },
     openStream,
     isStreamRead: () => stream !== undefined && ctx.streams.isResponseRead(streamKey),
-    disconnect: () => stream !== undefined && ctx.streams.disconnectResponse(streamKey),
+    disconnect: () => {
+      if (stream) ctx.streams.disconnectResponse(streamKey);
+    },
   };
 
   const reply = (async () => {

@@ -34,8 +34,8 @@ export interface ToolContext {
   createMessage(request: Record<string, unknown>, options: { key: string }): Promise<Record<string, unknown>>;
   /**
    * Sends the client a log message (notifications/message) if it asked for this level or a lower one
-   * with logging/setLevel (until it asks, every level reaches it). Not stored: a client that is not
-   * listening misses it.
+   * with logging/setLevel (until it asks, every level reaches it). Not kept with the task: a client
+   * that is not listening then misses it.
    */
   log(level: LogLevel, data: unknown, logger?: string): void;
   /**

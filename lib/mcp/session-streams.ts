@@ -17,10 +17,16 @@ import {
 import type { McpSession } from '@/db/queries/sessions';
 import { topics, type BusEvent, type EventBus } from '@/lib/tasks/bus';
 import { tasksProtocolVersion } from './schema';
+import { isLoggedFor, logNotification } from './logging';
 import { relatedTaskMeta, toTask } from './task-messages';
 import { SseStream } from './sse';
 
 const replayBatch = 100;
+/**
+ * The retry every priming event carries: how long a client waits before it resumes a stream that the
+ * server closed (a resumed stream misses nothing, so a second is no loss).
+ */
+const reconnectDelayMs = 1000;
 /** An outbox row with no message: a priming event, which only gives the client an id to resume from. */
 const primingMessage = {};
 /** The end of a response stream whose request was cancelled: it has no response, and ends here. */
@@ -133,6 +139,11 @@ export class SessionStreams {
     return (this.responseReaders.get(key)?.readers.size ?? 0) > 0;
   }
 
+  /** Ends the connections reading a response stream; its request goes on, and a client may resume it. */
+  disconnectResponse(key: string): void {
+    for (const reader of this.responseReaders.get(key)?.readers ?? []) reader.close();
+  }
+
   /** Marks a response stream live again: its request is being worked on once more (after a restart). */
   reviveResponse(key: string): void {
     this.liveResponses.add(key);
@@ -180,7 +191,7 @@ export class SessionStreams {
             stream.close();
             return;
           }
-          if (isPriming(row.message)) stream.prime(row.id);
+          if (isPriming(row.message)) stream.prime(row.id, reconnectDelayMs);
           else stream.send(row.message, row.id);
           cursor = row.id;
           if (key !== null && isResponse(row.message)) {
@@ -251,6 +262,9 @@ export class SessionStreams {
     // A plain call's client knows no task: it hears of its progress on the call's own stream.
     if (event.type === 'task-changed' && event.transition && event.task.sessionId && event.task.invocation === 'task') {
       this.deliver(event.task.sessionId, { jsonrpc: '2.0', method: 'notifications/tasks/status', params: toTask(event.task) });
+    }
+    if (event.type === 'task-log' && event.task.sessionId && event.task.invocation === 'task' && isLoggedFor(event.task.sessionId, event.level)) {
+      this.deliver(event.task.sessionId, logNotification(event.level, event.data, event.logger, relatedTaskMeta(event.task.id)));
     }
     if (event.type === 'task-progress' && event.task.sessionId && event.task.progressToken !== null && event.task.invocation === 'task') {
       this.deliver(event.task.sessionId, {

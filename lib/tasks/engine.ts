@@ -27,7 +27,7 @@ import {
   type ToolDefinition,
 } from '@/lib/tools/define';
 import { findTool } from '@/lib/tools';
-import { publishTaskEvent, topics, type EventBus } from './bus';
+import { publishTaskEvent, topics, type BusEvent, type EventBus } from './bus';
 import { decodeCursor, encodeCursor } from './cursor';
 import { describeFields } from './elicitation';
 import { TaskInputs } from './inputs';
@@ -52,6 +52,12 @@ export interface EngineConfig {
 
 /** How often a running task's progress is written; every report is published on the bus at once. */
 const progressWriteIntervalMs = 1000;
+
+/**
+ * Events that change neither a task's status nor its questions (status messages are task-changed events
+ * without a transition): a task's waiters have nothing to do for them.
+ */
+const passingEvents = new Set<BusEvent['type']>(['task-progress', 'task-log', 'task-stream-close']);
 
 /** A shorter ttl would let a task expire before a client could poll it even once. */
 export const minTtlMs = 1000;
@@ -262,8 +268,7 @@ export class TaskEngine {
           return undefined;
         },
         signal,
-        // Progress and status messages change neither the status nor the questions: nothing to do for them.
-        (event) => event.type !== 'task-progress' && !(event.type === 'task-changed' && !event.transition),
+        (event) => !passingEvents.has(event.type) && !(event.type === 'task-changed' && !event.transition),
       );
     } finally {
       unsubscribe?.();
@@ -337,6 +342,13 @@ export class TaskEngine {
         const updated = progress.report({ statusMessage: message });
         if (updated) this.announce(updated, false);
       },
+      log: (level, data, logger) => {
+        if (controller.signal.aborted) return;
+        publishTaskEvent(this.bus, { type: 'task-log', task: row, level, data, ...(logger !== undefined ? { logger } : {}) });
+      },
+      closeStream: () => {
+        if (!controller.signal.aborted) publishTaskEvent(this.bus, { type: 'task-stream-close', task: row });
+      },
       elicit: async (request, { key }) => {
         const fields = describeFields(request.requestedSchema);
         if (!fields.ok) throw new ToolProtocolError(-32602, `Invalid elicitation: ${fields.message}`);
@@ -355,7 +367,10 @@ export class TaskEngine {
         return answered.response ?? {};
       },
     };
-    void executeTool(tool, row.arguments, ctx)
+    // The tool starts after the caller's turn, so that whoever follows the task (a plain call's stream)
+    // is listening before the tool's first log message or progress report.
+    void Promise.resolve()
+      .then(() => executeTool(tool, row.arguments, ctx))
       .then((outcome) => {
         if (controller.signal.aborted) return;
         progress.flush();

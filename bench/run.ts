@@ -5,7 +5,8 @@
  *    through Next's route handler, the official reference server and a bare node:http reply.
  * 2. The targets that need this server alone: how fast tasks/result wakes, tasks/list for a user with
  *    a million tasks, ten thousand working tasks with ten thousand blocked waiters, idle memory.
- * Servers run on loopback with temporary databases that are removed at the end.
+ * Servers run on loopback with temporary databases that are removed at the end. BENCH_ONLY=throughput,
+ * alone or heavy runs one part.
  */
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -23,6 +24,8 @@ const config = {
   heavyTasks: Number(process.env.BENCH_HEAVY_TASKS ?? 10_000),
   heavySeconds: 60,
   watchdogMs: 20 * 60 * 1000,
+  /** One part alone (`throughput`, `alone` or `heavy`), for measuring a change; all parts when unset. */
+  only: process.env.BENCH_ONLY,
 };
 
 const startedAt = performance.now();
@@ -110,6 +113,10 @@ async function thisServerAlone(): Promise<void> {
   const ours = await startOurs({ TASK_MAX_TTL_MS: String(24 * 60 * 60 * 1000) });
   const { server, token, pgid } = ours;
   try {
+    if (config.only === 'heavy') {
+      await heavyLoad(server, token, pgid);
+      return;
+    }
     await sleep(2000);
     const idle = groupRssKib(pgid);
     output.push(`Idle RSS after start-up: ${mib(idle.totalKib)} (${idle.processes} process${idle.processes === 1 ? '' : 'es'}).`, '');
@@ -227,16 +234,14 @@ async function main(): Promise<void> {
     process.exit(2);
   }, config.watchdogMs);
   const load = os.loadavg();
-  const rows = await measureThroughput(log);
-  output.unshift(
-    `## Throughput (${throughputConfig.connections} connections, ${throughputConfig.seconds} s per cell, autocannon)`,
-    '',
-    throughputTable(rows),
-    '',
-    '## This server alone',
-    '',
-  );
-  await thisServerAlone();
+  if (!config.only || config.only === 'throughput') {
+    const rows = await measureThroughput(log);
+    output.push(`## Throughput (${throughputConfig.connections} connections, ${throughputConfig.seconds} s per cell, autocannon)`, '', throughputTable(rows), '');
+  }
+  if (config.only !== 'throughput') {
+    output.push('## This server alone', '');
+    await thisServerAlone();
+  }
   clearTimeout(watchdog);
   output.push(`Machine: ${os.cpus().length} cores, ${fmt(os.totalmem() / 2 ** 30, 0)} GiB, Node ${process.version}; load average at start ${load.map((value) => fmt(value, 1)).join(' / ')}.`);
   console.log(output.join('\n'));

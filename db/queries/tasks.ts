@@ -249,15 +249,14 @@ const updateLiveFields = preparedQuery((db) =>
 );
 
 /**
- * Stores a running task's progress and status message as they stand; false when the task is no
- * longer active. Written about once a second per task, so it runs prepared and returns no row.
+ * Stores running tasks' progress and status messages as they stand, in one transaction; for each row,
+ * false when its task is no longer active. Written about once a second per task, so it runs prepared
+ * and returns no rows.
  */
-export function storeTaskProgress(
-  row: Pick<TaskRow, 'id' | 'progress' | 'progressTotal' | 'progressMessage' | 'statusMessage'>,
-  now: number,
-): boolean {
-  const { id, progress, progressTotal, progressMessage, statusMessage } = row;
-  return updateLiveFields().run({ id, progress, progressTotal, progressMessage, statusMessage, now }).changes > 0;
+export function storeTasksProgress(rows: Array<Pick<TaskRow, 'id' | 'progress' | 'progressTotal' | 'progressMessage' | 'statusMessage'>>, now: number): boolean[] {
+  return getDb().transaction(() =>
+    rows.map(({ id, progress, progressTotal, progressMessage, statusMessage }) => updateLiveFields().run({ id, progress, progressTotal, progressMessage, statusMessage, now }).changes > 0),
+  );
 }
 
 /** Marks a task as started again after a restart. */

@@ -10,7 +10,7 @@ import {
   listTasksByStatus,
   listTaskEventsByTaskId,
   listTasksByUserId,
-  storeTaskProgress,
+  storeTasksProgress,
   transitionTask,
   updateTaskProgress,
   type TaskEventRow,
@@ -31,7 +31,7 @@ import { publishTaskEvent, topics, type BusEvent, type EventBus } from './bus';
 import { decodeCursor, encodeCursor } from './cursor';
 import { describeFields } from './elicitation';
 import { TaskInputs } from './inputs';
-import { CoalescedProgress } from './progress';
+import { CoalescedProgress, ProgressWrites } from './progress';
 import { inTransaction } from '@/db/queries/transaction';
 import { waitFor } from './wait';
 import { activeStatuses, isTerminal, statusesLeadingTo, type TaskStatus } from './states';
@@ -108,6 +108,8 @@ const restartMessage = 'The server restarted before this task finished, and this
  */
 export class TaskEngine {
   private readonly running = new Map<string, AbortController>();
+  /** Running tasks' progress, written together once per turn of the event loop. */
+  private readonly progressWrites = new ProgressWrites((rows) => storeTasksProgress(rows, Date.now()));
   readonly inputs: TaskInputs;
 
   constructor(
@@ -327,7 +329,7 @@ export class TaskEngine {
   private run(row: TaskRow, tool: ToolDefinition, resumedFrom?: ToolContext['resumedFrom']): void {
     const controller = new AbortController();
     this.running.set(row.id, controller);
-    const progress = new CoalescedProgress(row, (current) => storeTaskProgress(current, Date.now()), progressWriteIntervalMs);
+    const progress = new CoalescedProgress(row, this.progressWrites, progressWriteIntervalMs);
     const ctx: ToolContext = {
       signal: controller.signal,
       taskId: row.id,

@@ -168,7 +168,8 @@ export class SessionStreams {
     let cursor = from;
     let pending = true;
     let wake = () => {};
-    const unsubscribe = this.bus.subscribe(topics.session(sessionId), () => {
+    // Only this stream's own messages wake it: a session may have thousands of response streams open.
+    const unsubscribe = this.bus.subscribe(topics.sessionStream(sessionId, key), () => {
       pending = true;
       wake();
     });
@@ -253,7 +254,7 @@ export class SessionStreams {
   /** Queues a message for one of the session's streams (its GET stream by default) and wakes its readers. */
   deliver(sessionId: string, message: Record<string, unknown>, key: string | null = null): void {
     const messageId = appendSessionMessage(sessionId, message, key);
-    if (messageId !== undefined) this.bus.publish(topics.session(sessionId), { type: 'session-message', sessionId, messageId });
+    if (messageId !== undefined) this.bus.publish(topics.sessionStream(sessionId, key), { type: 'session-message', sessionId, messageId });
   }
 
   /** Turns task events into the notifications the session that started the task receives. */

@@ -26,7 +26,8 @@ export const topics = {
   task: (taskId: string) => `task:${taskId}`,
   input: (inputId: string) => `input:${inputId}`,
   user: (userId: string) => `user:${userId}`,
-  session: (sessionId: string) => `session:${sessionId}`,
+  /** New messages of one of a session's streams: its GET stream (`stream` null) or one response stream. */
+  sessionStream: (sessionId: string, stream: string | null) => `session:${sessionId}:${stream ?? ''}`,
 };
 
 export type TaskBusEvent = Exclude<BusEvent, { type: 'session-message' }>;

@@ -16,6 +16,7 @@ import {
   type TaskEventRow,
   type TaskFilter,
   type TaskRow,
+  type TaskListRow,
   type TaskStatusRow,
 } from '@/db/queries/tasks';
 import {
@@ -36,7 +37,7 @@ import { inTransaction } from '@/db/queries/transaction';
 import { waitFor } from './wait';
 import { activeStatuses, isTerminal, statusesLeadingTo, type TaskStatus } from './states';
 
-export type { TaskEventRow, TaskFilter, TaskRow, TaskStatusRow };
+export type { TaskEventRow, TaskFilter, TaskListRow, TaskRow, TaskStatusRow };
 
 export interface EngineConfig {
   defaultTtlMs: number;
@@ -178,7 +179,7 @@ export class TaskEngine {
     userId: string,
     cursor?: string,
     options: { pageSize?: number; filter?: TaskFilter } = {},
-  ): { tasks: TaskRow[]; nextCursor?: string } {
+  ): { tasks: TaskListRow[]; nextCursor?: string } {
     const pageSize = options.pageSize ?? this.config.pageSize;
     let before: { createdAt: number; id: string } | undefined;
     if (cursor !== undefined) {

@@ -61,7 +61,7 @@ export class CoalescedProgress {
   private active = true;
 
   constructor(
-    private row: TaskRow,
+    private readonly row: TaskRow,
     private readonly writes: ProgressWrites,
     private readonly intervalMs: number,
   ) {}
@@ -70,7 +70,9 @@ export class CoalescedProgress {
   report(update: ProgressUpdate): TaskRow | undefined {
     if (!this.active) return undefined;
     const now = Date.now();
-    this.row = { ...this.row, ...update, lastUpdatedAt: Math.max(now, this.row.lastUpdatedAt + 1) };
+    // Changed in place: a copy per report would be garbage that outlives young collections, and
+    // thousands of working tasks would fill the old generation with it. Listeners read it at once.
+    Object.assign(this.row, update, { lastUpdatedAt: Math.max(now, this.row.lastUpdatedAt + 1) });
     this.timer ??= setTimeout(() => this.store(), Math.max(0, this.lastWriteAt + this.intervalMs - now));
     this.timer.unref?.();
     return this.row;

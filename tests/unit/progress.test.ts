@@ -34,7 +34,7 @@ describe('coalesced progress', () => {
 
   it('stores the first reports once the current turn ends, then at most once per interval, the latest last', () => {
     const { writes, write, advance } = recorder();
-    const progress = new CoalescedProgress(row, write, 1000);
+    const progress = new CoalescedProgress({ ...row }, write, 1000);
     expect(progress.report(update(1))?.progress).toBe(1);
     expect(progress.report({ statusMessage: 'One' })?.statusMessage).toBe('One');
     expect(writes).toEqual([]);
@@ -54,7 +54,7 @@ describe('coalesced progress', () => {
 
   it('stores the latest report at once when flushed, and nothing more after', () => {
     const { writes, write, advance } = recorder();
-    const progress = new CoalescedProgress(row, write, 1000);
+    const progress = new CoalescedProgress({ ...row }, write, 1000);
     progress.report(update(1));
     advance(0);
     progress.report(update(2));
@@ -80,7 +80,7 @@ describe('coalesced progress', () => {
   it('drops what is not stored once stopped, and reports nothing once the task is no longer active', () => {
     let active = true;
     const { writes, write, advance } = recorder(() => active);
-    const progress = new CoalescedProgress(row, write, 1000);
+    const progress = new CoalescedProgress({ ...row }, write, 1000);
     progress.report(update(1));
     progress.stop();
     advance(2000);

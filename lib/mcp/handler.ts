@@ -337,7 +337,14 @@ function initialize(message: JsonRpcRequest, ctx: McpContext, userId: string, fa
   const protocolVersion = (supportedProtocolVersions as readonly string[]).includes(params.protocolVersion)
     ? params.protocolVersion
     : latestProtocolVersion;
-  for (const sessionId of makeRoomForSession(userId, () => ctx.streams.openSessionIds())) stopSessionWork(ctx, sessionId);
+  let endedToMakeRoom: string[];
+  try {
+    endedToMakeRoom = makeRoomForSession(userId, () => ctx.streams.openSessionIds());
+  } catch (error) {
+    if (isHttpError(error)) return httpErrorReply(error, message.id);
+    throw error;
+  }
+  for (const sessionId of endedToMakeRoom) stopSessionWork(ctx, sessionId);
   const session = createMcpSession({
     id: crypto.randomUUID(),
     userId,

@@ -190,6 +190,20 @@ describe('the cap on /mcp streams per user', () => {
     expect(plainCall.status).toBe(200);
     const reader = keep(new SseReader(plainCall));
     expect((await reader.nextMessageWhere((message) => message.id === 'after-drop')).result).toBeDefined();
+
+    // The client drops a streamed response (its task goes on): that place is free too.
+    const refill = await untilNotRefused(() => getStream(third));
+    expect(refill.status).toBe(200);
+    keep(new SseReader(refill));
+    const full = await first.post({ jsonrpc: '2.0', id: 'full', method: 'tools/call', params: { name: 'delay', arguments: { seconds: 0 } } });
+    expectCapRefusal(await replyOf(full), 'full', streamCap);
+    await resultStreams[1].close();
+    const afterResponseDrop = await untilNotRefused(() =>
+      first.post({ jsonrpc: '2.0', id: 'after-response-drop', method: 'tools/call', params: { name: 'delay', arguments: { seconds: 0 } } }),
+    );
+    expect(afterResponseDrop.status).toBe(200);
+    const lastReader = keep(new SseReader(afterResponseDrop));
+    expect((await lastReader.nextMessageWhere((message) => message.id === 'after-response-drop')).result).toBeDefined();
   });
 });
 

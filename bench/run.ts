@@ -5,7 +5,8 @@
  *    through Next's route handler, the official reference server and a bare node:http reply.
  * 2. The targets that need this server alone: how fast tasks/result wakes, tasks/list for a user with
  *    a million tasks, ten thousand working tasks with ten thousand blocked waiters, idle memory.
- * Servers run on loopback with temporary databases that are removed at the end.
+ * Servers run on loopback with temporary databases that are removed at the end. BENCH_ONLY=throughput,
+ * alone or heavy runs one part.
  */
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -22,7 +23,10 @@ const config = {
   listSamples: 300,
   heavyTasks: Number(process.env.BENCH_HEAVY_TASKS ?? 10_000),
   heavySeconds: 60,
+  waitersArrivingAtOnce: 256,
   watchdogMs: 20 * 60 * 1000,
+  /** One part alone (`throughput`, `alone` or `heavy`), for measuring a change; all parts when unset. */
+  only: process.env.BENCH_ONLY,
 };
 
 const startedAt = performance.now();
@@ -110,6 +114,10 @@ async function thisServerAlone(): Promise<void> {
   const ours = await startOurs({ TASK_MAX_TTL_MS: String(24 * 60 * 60 * 1000) });
   const { server, token, pgid } = ours;
   try {
+    if (config.only === 'heavy') {
+      await heavyLoad(server, token, pgid);
+      return;
+    }
     await sleep(2000);
     const idle = groupRssKib(pgid);
     output.push(`Idle RSS after start-up: ${mib(idle.totalKib)} (${idle.processes} process${idle.processes === 1 ? '' : 'es'}).`, '');
@@ -181,10 +189,13 @@ async function heavyLoad(server: TestServer, token: string, pgid: number): Promi
   let failures = 0;
   let firstFailure = '';
   let opened = 0;
+  // Clients arrive a few hundred at a time, as they would: ten thousand connections opened in the same
+  // instant would measure the kernel's accept queue (SYNs dropped past net.core.somaxconn), not the server.
+  const arriving = new Gate(config.waitersArrivingAtOnce);
   const waiters = taskIds.map(async (taskId, index) => {
     const client = clients[index % clients.length];
     try {
-      const response = await client.post({ jsonrpc: '2.0', id: 1, method: 'tasks/result', params: { taskId } });
+      const response = await arriving.through(() => client.post({ jsonrpc: '2.0', id: 1, method: 'tasks/result', params: { taskId } }));
       opened += 1;
       const reply = await new SseReader(response).nextMessage(config.heavySeconds * 1000 + 120_000);
       if (reply && 'result' in reply) answered += 1;
@@ -204,7 +215,7 @@ async function heavyLoad(server: TestServer, token: string, pgid: number): Promi
   const cpu = groupCpuSeconds(pgid) - cpuBefore;
   const wallS = (performance.now() - waitersOpenAt) / 1000;
   output.push(
-    `### ${fmtInt(config.heavyTasks)} working tasks (delay ${config.heavySeconds} s), each with a client blocked on tasks/result`,
+    `### ${fmtInt(config.heavyTasks)} working tasks (delay ${config.heavySeconds} s), each with a client blocked on tasks/result (clients arriving ${config.waitersArrivingAtOnce} at a time)`,
     '',
     markdownTable(['measurement', 'value'], [
       ['tasks created (16 clients)', `${fmtInt(created.values.length)} in ${fmt(created.wallMs / 1000, 1)} s, ${created.errors} errors${created.firstError ? ` (${created.firstError})` : ''}`],
@@ -214,6 +225,25 @@ async function heavyLoad(server: TestServer, token: string, pgid: number): Promi
     ]),
     '',
   );
+}
+
+/** Lets at most `size` calls run at once; the others wait their turn. */
+class Gate {
+  private running = 0;
+  private readonly waiting: Array<() => void> = [];
+
+  constructor(private readonly size: number) {}
+
+  async through<T>(call: () => Promise<T>): Promise<T> {
+    if (this.running >= this.size) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    this.running += 1;
+    try {
+      return await call();
+    } finally {
+      this.running -= 1;
+      this.waiting.shift()?.();
+    }
+  }
 }
 
 function median(values: number[]): number {
@@ -227,16 +257,14 @@ async function main(): Promise<void> {
     process.exit(2);
   }, config.watchdogMs);
   const load = os.loadavg();
-  const rows = await measureThroughput(log);
-  output.unshift(
-    `## Throughput (${throughputConfig.connections} connections, ${throughputConfig.seconds} s per cell, autocannon)`,
-    '',
-    throughputTable(rows),
-    '',
-    '## This server alone',
-    '',
-  );
-  await thisServerAlone();
+  if (!config.only || config.only === 'throughput') {
+    const rows = await measureThroughput(log);
+    output.push(`## Throughput (${throughputConfig.connections} connections, ${throughputConfig.seconds} s per cell, autocannon)`, '', throughputTable(rows), '');
+  }
+  if (config.only !== 'throughput') {
+    output.push('## This server alone', '');
+    await thisServerAlone();
+  }
   clearTimeout(watchdog);
   output.push(`Machine: ${os.cpus().length} cores, ${fmt(os.totalmem() / 2 ** 30, 0)} GiB, Node ${process.version}; load average at start ${load.map((value) => fmt(value, 1)).join(' / ')}.`);
   console.log(output.join('\n'));

@@ -67,6 +67,8 @@ export const mcpSessions = sqliteTable(
     clientName: text('client_name'),
     clientVersion: text('client_version'),
     clientCapabilities: text('client_capabilities', { mode: 'json' }).$type<Record<string, unknown>>(),
+    /** The least severe log level the client asked for (logging/setLevel); null until it asks. */
+    logLevel: text('log_level'),
     createdAt: millis('created_at').notNull(),
     lastSeenAt: millis('last_seen_at').notNull(),
     endedAt: millis('ended_at'),

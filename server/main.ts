@@ -109,7 +109,9 @@ export async function main({ dev = false } = {}): Promise<void> {
   // the server is just closing.
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
-  await new Promise<void>((resolve) => server.listen(env.PORT, env.HOST, resolve));
+  // Thousands of clients may connect at once (each blocked on tasks/result holds a connection): a
+  // long accept queue keeps a burst from being dropped (the kernel caps it at net.core.somaxconn).
+  await new Promise<void>((resolve) => server.listen({ port: env.PORT, host: env.HOST, backlog: 65_535 }, resolve));
   console.log(`MCP endpoint: ${env.APP_URL}/mcp   database: ${path.resolve(env.DATABASE_PATH)}`);
 
   // The runtime's own SIGTERM/SIGINT listeners end streams and waits first; then open requests drain.

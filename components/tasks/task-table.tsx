@@ -1,11 +1,11 @@
 import Link from 'next/link';
-import type { TaskRow } from '@/lib/tasks/engine';
+import type { TaskListRow } from '@/lib/tasks/engine';
 import { RelativeTime } from '@/components/ui/relative-time';
 import { PlainCallBadge } from './plain-call-badge';
 import { ProgressBar } from './progress-bar';
 import { StatusBadge } from './status-badge';
 
-export function TaskTable({ tasks }: { tasks: TaskRow[] }) {
+export function TaskTable({ tasks }: { tasks: TaskListRow[] }) {
   return (
     <div className="overflow-x-auto rounded-lg border border-zinc-200 bg-white shadow-sm dark:border-zinc-800 dark:bg-zinc-900">
       <table className="w-full text-left text-sm">

@@ -5,7 +5,7 @@ import { mcpSessions, sessionMessages } from '../schema';
 
 export type McpSession = typeof mcpSessions.$inferSelect;
 
-export function createMcpSession(input: Omit<McpSession, 'createdAt' | 'lastSeenAt' | 'endedAt'>): McpSession {
+export function createMcpSession(input: Omit<McpSession, 'createdAt' | 'lastSeenAt' | 'endedAt' | 'logLevel'>): McpSession {
   const now = Date.now();
   return getDb()
     .insert(mcpSessions)
@@ -26,6 +26,16 @@ export function getMcpSessionById(id: string): McpSession | undefined {
 export function touchMcpSession(id: string, now: number): void {
   getDb().update(mcpSessions).set({ lastSeenAt: now }).where(eq(mcpSessions.id, id)).run();
   sessionsById.update(id, (session) => ({ ...session, lastSeenAt: now }));
+}
+
+/** Stores the log level the session's client asked for (an ended session keeps what it had). */
+export function setMcpSessionLogLevel(id: string, logLevel: string): void {
+  getDb()
+    .update(mcpSessions)
+    .set({ logLevel })
+    .where(and(eq(mcpSessions.id, id), isNull(mcpSessions.endedAt)))
+    .run();
+  sessionsById.update(id, (session) => ({ ...session, logLevel }));
 }
 
 /** Ends the sessions nobody has used since `cutoff`, except those listed (they have a stream open). */

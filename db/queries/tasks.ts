@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, gt, inArray, like, lte, sql } from 'drizzle-orm';
+import { and, asc, count, desc, eq, getTableColumns, gt, inArray, like, lte, sql } from 'drizzle-orm';
 import { rowCache } from '../cache';
 import { getDb, preparedQuery } from '../client';
 import { taskEvents, tasks, type TaskStatus } from '../schema';
@@ -143,16 +143,20 @@ export interface TaskFilter {
 }
 
 /** A user's tasks, newest first, strictly after the keyset position when one is given. */
+/** A task as lists show it: everything but its arguments, result and error, which a page does not decode. */
+const { arguments: _arguments, result: _result, error: _error, ...taskListColumns } = getTableColumns(tasks);
+export type TaskListRow = Omit<TaskRow, 'arguments' | 'result' | 'error'>;
+
 export function listTasksByUserId(
   userId: string,
   options: { limit: number; notExpiredAt: number; before?: { createdAt: number; id: string }; filter?: TaskFilter },
-): TaskRow[] {
+): TaskListRow[] {
   const { before, filter = {} } = options;
   // A row-value comparison lets SQLite seek straight to the cursor in the (user, created, id) index.
   const position = before ? sql`(${tasks.createdAt}, ${tasks.id}) < (${before.createdAt}, ${before.id})` : undefined;
   const idPrefix = filter.idPrefix?.toLowerCase().replace(/[^0-9a-f-]/g, '');
   return getDb()
-    .select()
+    .select(taskListColumns)
     .from(tasks)
     .where(
       and(
@@ -249,15 +253,14 @@ const updateLiveFields = preparedQuery((db) =>
 );
 
 /**
- * Stores a running task's progress and status message as they stand; false when the task is no
- * longer active. Written about once a second per task, so it runs prepared and returns no row.
+ * Stores running tasks' progress and status messages as they stand, in one transaction; for each row,
+ * false when its task is no longer active. Written about once a second per task, so it runs prepared
+ * and returns no rows.
  */
-export function storeTaskProgress(
-  row: Pick<TaskRow, 'id' | 'progress' | 'progressTotal' | 'progressMessage' | 'statusMessage'>,
-  now: number,
-): boolean {
-  const { id, progress, progressTotal, progressMessage, statusMessage } = row;
-  return updateLiveFields().run({ id, progress, progressTotal, progressMessage, statusMessage, now }).changes > 0;
+export function storeTasksProgress(rows: Array<Pick<TaskRow, 'id' | 'progress' | 'progressTotal' | 'progressMessage' | 'statusMessage'>>, now: number): boolean[] {
+  return getDb().transaction(() =>
+    rows.map(({ id, progress, progressTotal, progressMessage, statusMessage }) => updateLiveFields().run({ id, progress, progressTotal, progressMessage, statusMessage, now }).changes > 0),
+  );
 }
 
 /** Marks a task as started again after a restart. */

@@ -425,6 +425,9 @@ async function respond(
     },
     openStream,
     isStreamRead: () => stream !== undefined && ctx.streams.isResponseRead(streamKey),
+    disconnect: () => {
+      if (stream) ctx.streams.disconnectResponse(streamKey);
+    },
   };
 
   const reply = (async () => {
@@ -532,6 +535,7 @@ function resumeCall(ctx: McpContext, session: McpSession, userId: string, taskId
     send: (outgoing) => ctx.streams.sendOnResponse(session.id, streamKey, outgoing),
     openStream: () => {},
     isStreamRead: () => ctx.streams.isResponseRead(streamKey),
+    disconnect: () => ctx.streams.disconnectResponse(streamKey),
   };
   void followCallTask(requestContext, taskId, task.progressToken ?? undefined)
     .then(

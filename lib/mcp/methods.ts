@@ -1,15 +1,18 @@
-import type { McpSession } from '@/db/queries/sessions';
+import { setMcpSessionLogLevel, type McpSession } from '@/db/queries/sessions';
 import { findTool, tools } from '@/lib/tools';
 import { describeTool, executeTool, ToolProtocolError } from '@/lib/tools/define';
 import { isTaskError, type TaskEngine, type TaskRow } from '@/lib/tasks/engine';
+import { topics } from '@/lib/tasks/bus';
 import { isTerminal } from '@/lib/tasks/states';
 import { randomBytes } from 'node:crypto';
 import { ErrorCode, RpcError } from './errors';
+import { isLoggedFor, logNotification } from './logging';
 import { canReceive, carryQuestions, inputRequestId, requestFor, sentOnGetStream, withdrawalFor, type RelatedTask } from './input-requests';
 import {
   callToolParamsSchema,
   listParamsSchema,
   parseParams,
+  setLevelParamsSchema,
   taskIdParamsSchema,
   tasksProtocolVersion,
 } from './schema';
@@ -36,6 +39,11 @@ export interface RequestContext {
   openStream(resumableAs?: string): void;
   /** Whether a client is reading the response stream now (it may have dropped it, to resume later). */
   isStreamRead(): boolean;
+  /**
+   * Closes the connection of the response stream while the request goes on; the client resumes the
+   * stream with Last-Event-ID. Absent where the response cannot be resumed.
+   */
+  disconnect?(): void;
 }
 
 type MethodHandler = (params: unknown, ctx: RequestContext) => Promise<Record<string, unknown>>;
@@ -112,6 +120,10 @@ async function callTool(rawParams: unknown, ctx: RequestContext): Promise<Record
       });
     },
     status: () => {},
+    log: (level, data, logger) => {
+      if (isLoggedFor(ctx.session.id, level)) ctx.send(logNotification(level, data, logger));
+    },
+    closeStream: () => ctx.disconnect?.(),
     elicit: askOnlyInTasks,
     createMessage: askOnlyInTasks,
   });
@@ -127,6 +139,11 @@ async function callTool(rawParams: unknown, ctx: RequestContext): Promise<Record
 export async function followCallTask(ctx: RequestContext, taskId: string, progressToken: string | number | undefined): Promise<Record<string, unknown>> {
   const questions = new QuestionRelay(ctx, taskId, 'unnamed');
   const progress = progressToken !== undefined ? new ProgressRelay(ctx, progressToken) : undefined;
+  // Log messages are not stored: only a call that is being followed carries them.
+  const stopFollowingEvents = ctx.engine.bus.subscribe(topics.task(taskId), (event) => {
+    if (event.type === 'task-log' && isLoggedFor(ctx.session.id, event.level)) ctx.send(logNotification(event.level, event.data, event.logger));
+    if (event.type === 'task-stream-close') ctx.disconnect?.();
+  });
   try {
     const row = await ctx.engine.waitForTerminal(
       taskId,
@@ -144,6 +161,7 @@ export async function followCallTask(ctx: RequestContext, taskId: string, progre
   } catch (error) {
     throw taskErrorToRpc(error, 'Failed to follow the task of this call');
   } finally {
+    stopFollowingEvents();
     progress?.stop();
   }
 }
@@ -265,6 +283,14 @@ const methods: Record<string, { handler: MethodHandler; needsTasks?: boolean }> 
 
   'tools/call': { handler: callTool },
 
+  'logging/setLevel': {
+    handler: async (rawParams, ctx) => {
+      const { level } = parseParams(setLevelParamsSchema, rawParams);
+      setMcpSessionLogLevel(ctx.session.id, level);
+      return {};
+    },
+  },
+
   'tasks/get': {
     needsTasks: true,
     handler: async (rawParams, ctx) => {
@@ -339,6 +365,7 @@ export function dispatch(method: string, params: unknown, ctx: RequestContext): 
 export function serverCapabilities(protocolVersion: string) {
   return {
     tools: { listChanged: false },
+    logging: {},
     ...(protocolVersion === tasksProtocolVersion
       ? { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } }
       : {}),

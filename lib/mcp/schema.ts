@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { logLevels } from '@/lib/tools/define';
 import { ErrorCode, RpcError } from './errors';
 
 /** Protocol versions this server speaks, preferred first. Only the first has tasks. */
@@ -128,3 +129,5 @@ export const callToolParamsSchema = z.object({
 export const taskIdParamsSchema = z.object({ taskId: z.string() });
 
 export const listParamsSchema = z.object({ cursor: z.string().optional() });
+
+export const setLevelParamsSchema = z.object({ level: z.enum(logLevels) });

@@ -17,10 +17,16 @@ import {
 import type { McpSession } from '@/db/queries/sessions';
 import { topics, type BusEvent, type EventBus } from '@/lib/tasks/bus';
 import { tasksProtocolVersion } from './schema';
+import { isLoggedFor, logNotification } from './logging';
 import { relatedTaskMeta, toTask } from './task-messages';
 import { SseStream } from './sse';
 
 const replayBatch = 100;
+/**
+ * The retry every priming event carries: how long a client waits before it resumes a stream that the
+ * server closed (a resumed stream misses nothing, so a second is no loss).
+ */
+const reconnectDelayMs = 1000;
 /** An outbox row with no message: a priming event, which only gives the client an id to resume from. */
 const primingMessage = {};
 /** The end of a response stream whose request was cancelled: it has no response, and ends here. */
@@ -133,6 +139,11 @@ export class SessionStreams {
     return (this.responseReaders.get(key)?.readers.size ?? 0) > 0;
   }
 
+  /** Ends the connections reading a response stream; its request goes on, and a client may resume it. */
+  disconnectResponse(key: string): void {
+    for (const reader of this.responseReaders.get(key)?.readers ?? []) reader.close();
+  }
+
   /** Marks a response stream live again: its request is being worked on once more (after a restart). */
   reviveResponse(key: string): void {
     this.liveResponses.add(key);
@@ -157,7 +168,8 @@ export class SessionStreams {
     let cursor = from;
     let pending = true;
     let wake = () => {};
-    const unsubscribe = this.bus.subscribe(topics.session(sessionId), () => {
+    // Only this stream's own messages wake it: a session may have thousands of response streams open.
+    const unsubscribe = this.bus.subscribe(topics.sessionStream(sessionId, key), () => {
       pending = true;
       wake();
     });
@@ -180,7 +192,7 @@ export class SessionStreams {
             stream.close();
             return;
           }
-          if (isPriming(row.message)) stream.prime(row.id);
+          if (isPriming(row.message)) stream.prime(row.id, reconnectDelayMs);
           else stream.send(row.message, row.id);
           cursor = row.id;
           if (key !== null && isResponse(row.message)) {
@@ -247,7 +259,7 @@ export class SessionStreams {
   /** Queues a message for one of the session's streams (its GET stream by default) and wakes its readers. */
   deliver(sessionId: string, message: Record<string, unknown>, key: string | null = null): void {
     const messageId = appendSessionMessage(sessionId, message, key);
-    if (messageId !== undefined) this.bus.publish(topics.session(sessionId), { type: 'session-message', sessionId, messageId });
+    if (messageId !== undefined) this.bus.publish(topics.sessionStream(sessionId, key), { type: 'session-message', sessionId, messageId });
   }
 
   /** Turns task events into the notifications the session that started the task receives. */
@@ -256,6 +268,9 @@ export class SessionStreams {
     // A plain call's client knows no task: it hears of its progress on the call's own stream.
     if (event.type === 'task-changed' && event.transition && event.task.sessionId && event.task.invocation === 'task') {
       this.deliver(event.task.sessionId, { jsonrpc: '2.0', method: 'notifications/tasks/status', params: toTask(event.task) });
+    }
+    if (event.type === 'task-log' && event.task.sessionId && event.task.invocation === 'task' && isLoggedFor(event.task.sessionId, event.level)) {
+      this.deliver(event.task.sessionId, logNotification(event.level, event.data, event.logger, relatedTaskMeta(event.task.id)));
     }
     if (event.type === 'task-progress' && event.task.sessionId && event.task.progressToken !== null && event.task.invocation === 'task') {
       this.deliver(event.task.sessionId, {

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { TaskInputRow } from '@/db/queries/inputs';
 import type { TaskRow } from '@/db/queries/tasks';
+import type { LogLevel } from '@/lib/tools/define';
 
 /**
  * Wakes whoever waits on a task, a user's dashboard or a session's stream. In-process today; a
@@ -14,6 +15,8 @@ export interface EventBus {
 export type BusEvent =
   | { type: 'task-changed'; task: TaskRow; transition: boolean }
   | { type: 'task-progress'; task: TaskRow; progress: number; total?: number; message?: string }
+  | { type: 'task-log'; task: TaskRow; level: LogLevel; data: unknown; logger?: string }
+  | { type: 'task-stream-close'; task: TaskRow }
   | { type: 'task-deleted'; taskId: string; userId: string }
   | { type: 'input-changed'; input: TaskInputRow }
   | { type: 'session-message'; sessionId: string; messageId: number };
@@ -23,7 +26,8 @@ export const topics = {
   task: (taskId: string) => `task:${taskId}`,
   input: (inputId: string) => `input:${inputId}`,
   user: (userId: string) => `user:${userId}`,
-  session: (sessionId: string) => `session:${sessionId}`,
+  /** New messages of one of a session's streams: its GET stream (`stream` null) or one response stream. */
+  sessionStream: (sessionId: string, stream: string | null) => `session:${sessionId}:${stream ?? ''}`,
 };
 
 export type TaskBusEvent = Exclude<BusEvent, { type: 'session-message' }>;
@@ -40,7 +44,8 @@ export function publishTaskEvent(bus: EventBus, event: TaskBusEvent): void {
   const { taskId, userId } = ownerOf(event);
   if (event.type === 'input-changed') bus.publish(topics.input(event.input.id), event);
   bus.publish(topics.task(taskId), event);
-  bus.publish(topics.user(userId), event);
+  // Log messages and closed connections change nothing the dashboard shows: they would only make it reload.
+  if (event.type !== 'task-log' && event.type !== 'task-stream-close') bus.publish(topics.user(userId), event);
   bus.publish(topics.allTasks, event);
 }
 

@@ -10,12 +10,13 @@ import {
   listTasksByStatus,
   listTaskEventsByTaskId,
   listTasksByUserId,
-  storeTaskProgress,
+  storeTasksProgress,
   transitionTask,
   updateTaskProgress,
   type TaskEventRow,
   type TaskFilter,
   type TaskRow,
+  type TaskListRow,
   type TaskStatusRow,
 } from '@/db/queries/tasks';
 import {
@@ -27,16 +28,16 @@ import {
   type ToolDefinition,
 } from '@/lib/tools/define';
 import { findTool } from '@/lib/tools';
-import { publishTaskEvent, topics, type EventBus } from './bus';
+import { publishTaskEvent, topics, type BusEvent, type EventBus } from './bus';
 import { decodeCursor, encodeCursor } from './cursor';
 import { describeFields } from './elicitation';
 import { TaskInputs } from './inputs';
-import { CoalescedProgress } from './progress';
+import { CoalescedProgress, ProgressWrites } from './progress';
 import { inTransaction } from '@/db/queries/transaction';
 import { waitFor } from './wait';
 import { activeStatuses, isTerminal, statusesLeadingTo, type TaskStatus } from './states';
 
-export type { TaskEventRow, TaskFilter, TaskRow, TaskStatusRow };
+export type { TaskEventRow, TaskFilter, TaskListRow, TaskRow, TaskStatusRow };
 
 export interface EngineConfig {
   defaultTtlMs: number;
@@ -52,6 +53,12 @@ export interface EngineConfig {
 
 /** How often a running task's progress is written; every report is published on the bus at once. */
 const progressWriteIntervalMs = 1000;
+
+/**
+ * Events that change neither a task's status nor its questions (status messages are task-changed events
+ * without a transition): a task's waiters have nothing to do for them.
+ */
+const passingEvents = new Set<BusEvent['type']>(['task-progress', 'task-log', 'task-stream-close']);
 
 /** A shorter ttl would let a task expire before a client could poll it even once. */
 export const minTtlMs = 1000;
@@ -102,6 +109,8 @@ const restartMessage = 'The server restarted before this task finished, and this
  */
 export class TaskEngine {
   private readonly running = new Map<string, AbortController>();
+  /** Running tasks' progress, written together once per turn of the event loop. */
+  private readonly progressWrites = new ProgressWrites((rows) => storeTasksProgress(rows, Date.now()));
   readonly inputs: TaskInputs;
 
   constructor(
@@ -170,7 +179,7 @@ export class TaskEngine {
     userId: string,
     cursor?: string,
     options: { pageSize?: number; filter?: TaskFilter } = {},
-  ): { tasks: TaskRow[]; nextCursor?: string } {
+  ): { tasks: TaskListRow[]; nextCursor?: string } {
     const pageSize = options.pageSize ?? this.config.pageSize;
     let before: { createdAt: number; id: string } | undefined;
     if (cursor !== undefined) {
@@ -262,8 +271,7 @@ export class TaskEngine {
           return undefined;
         },
         signal,
-        // Progress and status messages change neither the status nor the questions: nothing to do for them.
-        (event) => event.type !== 'task-progress' && !(event.type === 'task-changed' && !event.transition),
+        (event) => !passingEvents.has(event.type) && !(event.type === 'task-changed' && !event.transition),
       );
     } finally {
       unsubscribe?.();
@@ -322,7 +330,7 @@ export class TaskEngine {
   private run(row: TaskRow, tool: ToolDefinition, resumedFrom?: ToolContext['resumedFrom']): void {
     const controller = new AbortController();
     this.running.set(row.id, controller);
-    const progress = new CoalescedProgress(row, (current) => storeTaskProgress(current, Date.now()), progressWriteIntervalMs);
+    const progress = new CoalescedProgress(row, this.progressWrites, progressWriteIntervalMs);
     const ctx: ToolContext = {
       signal: controller.signal,
       taskId: row.id,
@@ -336,6 +344,13 @@ export class TaskEngine {
         if (controller.signal.aborted) return;
         const updated = progress.report({ statusMessage: message });
         if (updated) this.announce(updated, false);
+      },
+      log: (level, data, logger) => {
+        if (controller.signal.aborted) return;
+        publishTaskEvent(this.bus, { type: 'task-log', task: row, level, data, ...(logger !== undefined ? { logger } : {}) });
+      },
+      closeStream: () => {
+        if (!controller.signal.aborted) publishTaskEvent(this.bus, { type: 'task-stream-close', task: row });
       },
       elicit: async (request, { key }) => {
         const fields = describeFields(request.requestedSchema);
@@ -355,7 +370,10 @@ export class TaskEngine {
         return answered.response ?? {};
       },
     };
-    void executeTool(tool, row.arguments, ctx)
+    // The tool starts after the caller's turn, so that whoever follows the task (a plain call's stream)
+    // is listening before the tool's first log message or progress report.
+    void Promise.resolve()
+      .then(() => executeTool(tool, row.arguments, ctx))
       .then((outcome) => {
         if (controller.signal.aborted) return;
         progress.flush();

@@ -3,6 +3,50 @@ import type { TaskRow } from '@/db/queries/tasks';
 export type ProgressUpdate = Partial<{ progress: number; progressTotal: number | null; progressMessage: string | null; statusMessage: string }>;
 
 /**
+ * Progress writes of all running tasks, stored together: what falls due in one turn of the event loop
+ * is written in one transaction at its end (thousands of working tasks would otherwise be thousands of
+ * commits a second). `storeAll` stores rows and says which tasks are still active.
+ */
+export class ProgressWrites {
+  private readonly queued = new Map<string, { row: TaskRow; stored: (active: boolean) => void }>();
+  private scheduled = false;
+
+  constructor(
+    private readonly storeAll: (rows: TaskRow[]) => boolean[],
+    /** Runs the batch at the end of this turn. */
+    private readonly atEndOfTurn: (flush: () => void) => void = setImmediate,
+  ) {}
+
+  /** Stores the row at the end of this turn; `stored` learns whether the task was still active. */
+  queue(row: TaskRow, stored: (active: boolean) => void): void {
+    this.queued.set(row.id, { row, stored });
+    if (this.scheduled) return;
+    this.scheduled = true;
+    this.atEndOfTurn(() => this.flush());
+  }
+
+  /** Stores the row now, in place of any queued one of the same task. */
+  storeNow(row: TaskRow): boolean {
+    this.queued.delete(row.id);
+    return this.storeAll([row])[0];
+  }
+
+  /** Forgets a queued row of the task. */
+  drop(taskId: string): void {
+    this.queued.delete(taskId);
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    const batch = [...this.queued.values()];
+    this.queued.clear();
+    if (batch.length === 0) return;
+    const active = this.storeAll(batch.map((entry) => entry.row));
+    batch.forEach((entry, index) => entry.stored(active[index]));
+  }
+}
+
+/**
  * A running task's progress and status message, stored at most once per interval (the latest values
  * last) while every report is still published: a tool reporting twice a second would otherwise turn
  * each report into a write, and hundreds of such tasks keep a core busy writing WAL frames nobody reads.
@@ -12,12 +56,13 @@ export type ProgressUpdate = Partial<{ progress: number; progressTotal: number |
 export class CoalescedProgress {
   private lastWriteAt = 0;
   private timer: ReturnType<typeof setTimeout> | undefined;
+  /** A report waits in the batch of this turn. */
+  private queued = false;
   private active = true;
 
   constructor(
     private row: TaskRow,
-    /** Stores the row's progress and status message; false once the task is no longer active. */
-    private readonly write: (row: TaskRow) => boolean,
+    private readonly writes: ProgressWrites,
     private readonly intervalMs: number,
   ) {}
 
@@ -33,18 +78,33 @@ export class CoalescedProgress {
 
   /** Stores the latest report now if it is not stored yet: the tool is done, and its last report stays. */
   flush(): void {
-    if (this.timer) this.store();
+    if (!this.timer && !this.queued) return;
+    this.cancelTimer();
+    this.queued = false;
+    this.lastWriteAt = Date.now();
+    this.active = this.writes.storeNow(this.row);
   }
 
   /** Drops what is not stored yet: the task was stopped, and how it stopped is what counts. */
   stop(): void {
+    this.cancelTimer();
+    if (this.queued) this.writes.drop(this.row.id);
+    this.queued = false;
+  }
+
+  private cancelTimer(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
   }
 
+  /** The interval is over: the latest report joins this turn's batch. */
   private store(): void {
-    this.stop();
+    this.cancelTimer();
     this.lastWriteAt = Date.now();
-    this.active = this.write(this.row);
+    this.queued = true;
+    this.writes.queue(this.row, (active) => {
+      this.queued = false;
+      this.active &&= active;
+    });
   }
 }

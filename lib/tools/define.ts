@@ -2,6 +2,10 @@ import { z } from 'zod';
 
 export type TaskSupport = 'forbidden' | 'optional' | 'required';
 
+/** The severities of MCP logging (RFC 5424), least severe first. */
+export const logLevels = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'] as const;
+export type LogLevel = (typeof logLevels)[number];
+
 /** A content block or any other part of a CallToolResult, as the MCP schema defines it. */
 export interface CallToolResult {
   content: Array<Record<string, unknown> & { type: string }>;
@@ -28,6 +32,18 @@ export interface ToolContext {
   elicit(request: ElicitRequest, options: { key: string }): Promise<ElicitAnswer>;
   /** Asks the client's model for a completion (sampling/createMessage); keyed like elicit. */
   createMessage(request: Record<string, unknown>, options: { key: string }): Promise<Record<string, unknown>>;
+  /**
+   * Sends the client a log message (notifications/message) if it asked for this level or a lower one
+   * with logging/setLevel (until it asks, every level reaches it). Not kept with the task: a client
+   * that is not listening then misses it.
+   */
+  log(level: LogLevel, data: unknown, logger?: string): void;
+  /**
+   * Closes the connection on which the client waits for this call's result, while the work goes on:
+   * the client resumes the stream with Last-Event-ID and gets everything it missed (SSE polling, which
+   * frees the connection of a long wait). A task-augmented call's client polls anyway: nothing happens.
+   */
+  closeStream(): void;
   /** Set when a resumable task runs again after a restart: where it had got to. */
   resumedFrom?: { progress: number | null };
 }
@@ -58,7 +74,7 @@ export interface ToolDefinition<Schema extends z.ZodObject = z.ZodObject> {
   /** A resumable tool is run again after a restart instead of being failed. */
   resumable?: boolean;
   /** A capability the calling client must have declared, for a tool that needs the client's help. */
-  requiresClient?: 'sampling';
+  requiresClient?: 'sampling' | 'elicitation';
   run(args: z.infer<Schema>, ctx: ToolContext): Promise<CallToolResult>;
 }
 
@@ -131,12 +147,12 @@ function isToolProtocolError(error: unknown): error is ToolProtocolError {
 
 /** The tool as tools/list describes it. */
 export function describeTool(tool: ToolDefinition) {
-  const { $schema: _ignored, ...inputSchema } = z.toJSONSchema(tool.inputSchema, { io: 'input' }) as Record<string, unknown>;
   return {
     name: tool.name,
     ...(tool.title ? { title: tool.title } : {}),
     description: tool.description,
-    inputSchema,
+    // With its $schema: 2020-12 is the default dialect of MCP 2025-11-25, and saying so costs nothing.
+    inputSchema: z.toJSONSchema(tool.inputSchema, { io: 'input' }),
     ...(tool.taskSupport !== 'forbidden' ? { execution: { taskSupport: tool.taskSupport } } : {}),
   };
 }

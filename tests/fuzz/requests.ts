@@ -60,6 +60,7 @@ function baseMessages(targets: FuzzTargets): Array<Record<string, unknown>> {
     { jsonrpc: '2.0', id: 8, method: 'tasks/cancel', params: { taskId: targets.foreignTaskId } },
     { jsonrpc: '2.0', id: 9, method: 'tasks/list', params: { cursor: 'eyJub3QiOiJhIGN1cnNvciJ9' } },
     { jsonrpc: '2.0', id: 10, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: { elicitation: {} }, clientInfo: { name: 'fuzz', version: '1' } } },
+    { jsonrpc: '2.0', id: 11, method: 'logging/setLevel', params: { level: 'warning' } },
     { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1, reason: 'fuzz' } },
     { jsonrpc: '2.0', method: 'notifications/initialized' },
     // Replayed and out-of-order responses: to requests never sent, and in the shape of answers to questions.

@@ -148,6 +148,17 @@ describe('task lifecycle over raw HTTP', () => {
     expect((await mcp.call('tasks/result', { taskId: task.taskId })).content).toEqual([{ type: 'text', text: 'Ran as a task.' }]);
   });
 
+  it('refuses a tool that asks questions to a client that cannot answer them, and creates no task', async () => {
+    const mcp = await session();
+    const before = server.db().prepare("SELECT count(*) AS n FROM tasks WHERE tool_name = 'test_elicitation'").get();
+    for (const task of [undefined, {}]) {
+      const error = await mcp.error('tools/call', { name: 'test_elicitation', arguments: { message: 'Who are you?' }, ...(task ? { task } : {}) });
+      expect(error.code).toBe(-32600);
+      expect(error.message).toContain('test_elicitation needs a client that supports elicitation');
+    }
+    expect(server.db().prepare("SELECT count(*) AS n FROM tasks WHERE tool_name = 'test_elicitation'").get()).toEqual(before);
+  });
+
   it("ends a completed task's run by returning", async () => {
     const mcp = await session();
     const { task } = await mcp.call('tools/call', { name: 'fixture_observed_delay', arguments: { seconds: 0 }, task: {} });

@@ -1,0 +1,1 @@
+ALTER TABLE `mcp_sessions` ADD `log_level` text;

@@ -1,0 +1,22 @@
+import { getMcpSessionById } from '@/db/queries/sessions';
+import { logLevels, type LogLevel } from '@/lib/tools/define';
+
+/**
+ * Whether a log message of this level reaches the session's client: those at or above the level it
+ * set with logging/setLevel, and every one until it sets a level (the spec leaves that to the server).
+ * The level is read per message, so that a change reaches calls already running.
+ */
+export function isLoggedFor(sessionId: string, level: LogLevel): boolean {
+  const threshold = getMcpSessionById(sessionId)?.logLevel as LogLevel | null | undefined;
+  if (!threshold) return true;
+  return logLevels.indexOf(level) >= logLevels.indexOf(threshold);
+}
+
+/** notifications/message: a tool's log message for its client. */
+export function logNotification(level: LogLevel, data: unknown, logger?: string, meta?: Record<string, unknown>) {
+  return {
+    jsonrpc: '2.0' as const,
+    method: 'notifications/message',
+    params: { level, ...(logger !== undefined ? { logger } : {}), data: data ?? null, ...(meta ? { _meta: meta } : {}) },
+  };
+}

@@ -5,6 +5,9 @@ import { z } from 'zod';
  * `npm start` works with no setup; a bad value stops the server at start with a message naming it.
  */
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+/** A cap on things one user holds open; 0 is refused rather than read as "none allowed" or "no cap". */
+const perUserCap = (fallback: number) =>
+  z.coerce.number().int().min(1, { message: 'must be at least 1 (0 would refuse every one; there is no switch to turn the cap off)' }).default(fallback);
 const flag = (fallback: 'true' | 'false') => z.enum(['true', 'false']).default(fallback).transform((value) => value === 'true');
 
 const envSchema = z
@@ -32,6 +35,9 @@ const envSchema = z
     RATE_LIMIT_TASK_OPERATIONS_PER_USER: z.coerce.number().int().nonnegative().default(1200),
     RATE_LIMIT_UNKNOWN_TASKS_PER_USER: z.coerce.number().int().nonnegative().default(60),
     TASK_MAX_STORED_PER_USER: positiveInt(10_000),
+    MCP_MAX_SESSIONS_PER_USER: perUserCap(100),
+    MCP_MAX_STREAMS_PER_USER: perUserCap(100),
+    DASHBOARD_MAX_STREAMS_PER_USER: perUserCap(10),
     LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
     ALLOW_SIGNUP: flag('true'),
     TRUST_PROXY: flag('false'),

@@ -22,7 +22,7 @@ const totals = { passed: 0, failed: 0 };
  * The fewest tests each suite may report: a suite that silently loses files or tests fails. Raise a
  * floor when adding tests.
  */
-const floors = { all: 265, 'route-handler': 178, playwright: 30 };
+const floors = { all: 274, 'route-handler': 186, playwright: 30 };
 /** The longest each suite may run before it is stopped (a hang fails instead of stalling CI). */
 const timeLimitsMs = { build: 10 * 60_000, vitest: 25 * 60_000, playwright: 20 * 60_000 };
 

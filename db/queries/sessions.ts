@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, inArray, isNotNull, isNull, lt, max, notInArray, sql } from 'drizzle-orm';
+import { and, asc, count, eq, gt, inArray, isNotNull, isNull, lt, max, notInArray, sql } from 'drizzle-orm';
 import { rowCache } from '../cache';
 import { getDb, preparedQuery } from '../client';
 import { mcpSessions, sessionMessages } from '../schema';
@@ -51,6 +51,43 @@ export function endIdleMcpSessions(cutoff: number, keep: string[]): string[] {
     if (ended.length > 0) tx.delete(sessionMessages).where(inArray(sessionMessages.sessionId, ended)).run();
     for (const sessionId of ended) sessionsById.delete(sessionId);
     return ended;
+  });
+}
+
+const countLiveSessionsByUserId = preparedQuery((db) =>
+  db
+    .select({ live: count() })
+    .from(mcpSessions)
+    .where(and(eq(mcpSessions.userId, sql.placeholder('userId')), isNull(mcpSessions.endedAt)))
+    .prepare(),
+);
+
+/** How many sessions of this user have not ended: every initialize reads it. */
+export function countLiveMcpSessionsByUserId(userId: string): number {
+  return countLiveSessionsByUserId().get({ userId })?.live ?? 0;
+}
+
+/**
+ * Ends `wanted` of the user's live sessions, the least recently used first (by last use, recorded to
+ * the minute, then by age), skipping those `inUse` names; ends none when fewer than `wanted` qualify.
+ * Returns the ids ended.
+ */
+export function endLeastRecentlyUsedMcpSessions(userId: string, wanted: number, inUse: (sessionId: string) => boolean): string[] {
+  return getDb().transaction((tx) => {
+    const candidates = tx
+      .select({ id: mcpSessions.id })
+      .from(mcpSessions)
+      .where(and(eq(mcpSessions.userId, userId), isNull(mcpSessions.endedAt)))
+      .orderBy(asc(mcpSessions.lastSeenAt), asc(mcpSessions.createdAt), asc(sql`rowid`))
+      .all()
+      .map((row) => row.id)
+      .filter((id) => !inUse(id))
+      .slice(0, wanted);
+    if (candidates.length < wanted) return [];
+    tx.update(mcpSessions).set({ endedAt: Date.now() }).where(inArray(mcpSessions.id, candidates)).run();
+    tx.delete(sessionMessages).where(inArray(sessionMessages.sessionId, candidates)).run();
+    for (const sessionId of candidates) sessionsById.delete(sessionId);
+    return candidates;
   });
 }
 

@@ -31,12 +31,13 @@ import {
   type JsonRpcRequest,
   type JsonRpcResponse,
 } from './schema';
+import { answersWithStream, makeRoomForSession, takeMcpStreamPlace, type StreamPlace } from './caps';
 import { followClientTask } from './client-task-poller';
 import { canCancelTasks, clientLabel, parseInputRequestId } from './input-requests';
 import { getRateLimits } from './rate-limit';
 import { summarizeMessage, type RequestFacts } from './request-facts';
 import type { SseStream } from './sse';
-import { taskIdOfCallStream, type SessionStreams } from './session-streams';
+import { taskIdOfCallStream, type ResumeTarget, type SessionStreams } from './session-streams';
 
 export interface McpContext {
   engine: TaskEngine;
@@ -336,6 +337,14 @@ function initialize(message: JsonRpcRequest, ctx: McpContext, userId: string, fa
   const protocolVersion = (supportedProtocolVersions as readonly string[]).includes(params.protocolVersion)
     ? params.protocolVersion
     : latestProtocolVersion;
+  let endedToMakeRoom: string[];
+  try {
+    endedToMakeRoom = makeRoomForSession(userId, () => ctx.streams.openSessionIds());
+  } catch (error) {
+    if (isHttpError(error)) return httpErrorReply(error, message.id);
+    throw error;
+  }
+  for (const sessionId of endedToMakeRoom) stopSessionWork(ctx, sessionId);
   const session = createMcpSession({
     id: crypto.randomUUID(),
     userId,
@@ -375,6 +384,15 @@ async function respond(
   session: McpSession,
   caller: Caller,
 ): Promise<McpReply> {
+  let streamPlace: StreamPlace | undefined;
+  if (answersWithStream(message, session, ctx.engine, caller.userId)) {
+    try {
+      streamPlace = takeMcpStreamPlace(caller.userId);
+    } catch (error) {
+      if (isHttpError(error)) return httpErrorReply(error, message.id);
+      throw error;
+    }
+  }
   const cancel = new AbortController();
   const key = inFlightKey(session.id, message.id);
   inFlight.set(key, cancel);
@@ -386,6 +404,8 @@ async function respond(
     if (!stream) {
       streamKey = resumableAs ?? `post:${crypto.randomUUID()}`;
       stream = ctx.streams.openResponse(session, streamKey);
+      // A stream no one could foresee (a quick tool's progress, a cancelled request) is counted all the same.
+      (streamPlace ?? takeMcpStreamPlace(caller.userId, 'allow')).holdUntilEnd(stream);
       closeWhenTokenRevoked(stream, caller.tokenId);
       markStreamed();
     }
@@ -421,7 +441,10 @@ async function respond(
   })();
 
   const first = await Promise.race([reply, streamed]);
-  if (first !== 'streamed') return jsonReply(first);
+  if (first !== 'streamed') {
+    streamPlace?.release();
+    return jsonReply(first);
+  }
   void reply.then((final) => finishResponseStream(ctx, session.id, streamKey, cancel.signal, final));
   return streamReply(stream!);
 }
@@ -455,21 +478,32 @@ function handleGet(request: McpHttpRequest, ctx: McpContext, caller: Caller, fac
   }
   const session = requireSession(request, caller.userId, facts);
   const target = ctx.streams.resumeTarget(session.id, request.header('last-event-id'));
+  // A reconnecting GET stream replaces the session's older one, which closes at once: no new place.
+  const replacing = target.kind === 'session' && ctx.streams.hasGetStream(session.id);
+  const place = takeMcpStreamPlace(caller.userId, replacing ? 'allow' : 'refuse');
   let stream: SseStream;
-  if (target.kind === 'session') {
-    stream = ctx.streams.open(session, target.cursor);
-  } else {
-    stream = ctx.streams.readResponse(session.id, target.key, target.cursor);
-    const callTaskId = taskIdOfCallStream(target.key);
-    if (!target.live && !target.ended) {
-      // Nothing in this process answers the stream any more (the server restarted): a plain call's
-      // task is followed again; any other request is gone, and its stream ends.
-      if (callTaskId) resumeCall(ctx, session, caller.userId, callTaskId, target.key);
-      else stream.close();
-    }
+  try {
+    stream = openGetStream(ctx, session, caller.userId, target);
+  } catch (error) {
+    place.release();
+    throw error;
   }
+  place.holdUntilEnd(stream);
   closeWhenTokenRevoked(stream, caller.tokenId);
   return streamReply(stream);
+}
+
+function openGetStream(ctx: McpContext, session: McpSession, userId: string, target: ResumeTarget): SseStream {
+  if (target.kind === 'session') return ctx.streams.open(session, target.cursor);
+  const stream = ctx.streams.readResponse(session.id, target.key, target.cursor);
+  const callTaskId = taskIdOfCallStream(target.key);
+  if (!target.live && !target.ended) {
+    // Nothing in this process answers the stream any more (the server restarted): a plain call's
+    // task is followed again; any other request is gone, and its stream ends.
+    if (callTaskId) resumeCall(ctx, session, userId, callTaskId, target.key);
+    else stream.close();
+  }
+  return stream;
 }
 
 const streamReply = (stream: SseStream): McpReply => ({ status: 200, headers: {}, stream });
@@ -517,9 +551,14 @@ function resumeCall(ctx: McpContext, session: McpSession, userId: string, taskId
 function handleDelete(request: McpHttpRequest, ctx: McpContext, userId: string, facts: RequestFacts): McpReply {
   const session = requireSession(request, userId, facts);
   endMcpSession(session.id, userId);
-  ctx.streams.close(session.id);
-  for (const [key, controller] of inFlight) {
-    if (key.startsWith(`${session.id}\u0000`)) controller.abort(new Error('Session ended'));
-  }
+  stopSessionWork(ctx, session.id);
   return emptyReply(200);
+}
+
+/** An ended session's stream closes and its requests in flight stop. */
+function stopSessionWork(ctx: McpContext, sessionId: string): void {
+  ctx.streams.close(sessionId);
+  for (const [key, controller] of inFlight) {
+    if (key.startsWith(`${sessionId}\u0000`)) controller.abort(new Error('Session ended'));
+  }
 }

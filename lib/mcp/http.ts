@@ -16,10 +16,10 @@ export function rpcErrorBody(id: RequestId | null, error: JsonRpcErrorObject) {
   return { jsonrpc: '2.0' as const, ...(id !== null ? { id } : {}), error };
 }
 
-/** The response for an HttpError: its status, and a JSON-RPC error body a client can show. */
-export function httpErrorReply(error: HttpError): McpReply {
+/** The response for an HttpError: its status, and a JSON-RPC error body a client can show (with the request's id once known). */
+export function httpErrorReply(error: HttpError, id: RequestId | null = null): McpReply {
   const data = error.data !== undefined ? { data: error.data } : {};
-  return jsonReply(rpcErrorBody(null, { code: error.rpcCode, message: error.message, ...data }), error.status, error.headers);
+  return jsonReply(rpcErrorBody(id, { code: error.rpcCode, message: error.message, ...data }), error.status, error.headers);
 }
 
 /** The media types an Accept header lists (parameters and q-values dropped). */

@@ -19,7 +19,8 @@ const taskLookups = new Set(['tasks/get', 'tasks/result', 'tasks/cancel']);
 
 const minuteLimiter = (points: number) => (points > 0 ? new RateLimiterMemory({ points, duration: 60 }) : undefined);
 
-function refusal(what: string, msBeforeNext: number): HttpError {
+/** A 429 refusal saying what was exceeded and when to try again (Retry-After and `error.data`). */
+export function refusal(what: string, msBeforeNext: number): HttpError {
   const retryAfterSeconds = Math.max(1, Math.ceil(msBeforeNext / 1000));
   return new HttpError(
     429,

@@ -247,6 +247,11 @@ export class SessionStreams {
     return [...new Set([...this.open_.keys(), ...[...this.responseReaders.values()].map((entry) => entry.sessionId)])];
   }
 
+  /** Whether the session's GET stream is open here (a new one would replace it). */
+  hasGetStream(sessionId: string): boolean {
+    return this.open_.has(sessionId);
+  }
+
   close(sessionId: string): void {
     this.open_.get(sessionId)?.close();
   }

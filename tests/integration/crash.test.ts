@@ -14,7 +14,14 @@ const elicitCapable = { elicitation: { form: {} } };
 let server: TestServer;
 
 beforeAll(async () => {
-  server = await startServer({ TASK_MAX_ACTIVE_PER_USER: '100000', TASK_POLL_INTERVAL_MS: '250' });
+  // Every client holds a session and, while it waits, a stream: `npm run soak` has more per user than the default caps.
+  const perUser = String(Math.max(100, clients));
+  server = await startServer({
+    TASK_MAX_ACTIVE_PER_USER: '100000',
+    TASK_POLL_INTERVAL_MS: '250',
+    MCP_MAX_SESSIONS_PER_USER: perUser,
+    MCP_MAX_STREAMS_PER_USER: perUser,
+  });
 });
 
 afterAll(async () => {

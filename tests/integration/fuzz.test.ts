@@ -24,6 +24,8 @@ beforeAll(async () => {
     RATE_LIMIT_UNKNOWN_TASKS_PER_USER: '0',
     TASK_MAX_ACTIVE_PER_USER: '1000000',
     TASK_MAX_STORED_PER_USER: '1000000',
+    // Generated initialize requests open sessions; past the cap (npm run fuzz sends enough) they would end the fuzzer's own.
+    MCP_MAX_SESSIONS_PER_USER: '1000000',
     LOG_LEVEL: 'warn',
   });
   const token = createToken(server, 'fuzzer@example.com');

@@ -3,13 +3,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { setPassword as setPasswordWithCli, signIn as signInWithPassword } from '../helpers/dashboard';
 import { createToken, startServer, testMount, type TestServer } from '../helpers/server';
 
 // Each sign-in hashes with scrypt at 128 MiB, and the CLIs start their own Node: slow on a busy machine.
 vi.setConfig({ testTimeout: 120_000 });
 
 const root = path.resolve(__dirname, '..', '..');
-const tsxCli = path.join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs');
 let server: TestServer;
 let dataRoot: string;
 
@@ -31,11 +31,7 @@ afterAll(async () => {
 });
 
 function setPassword(email: string, password: string) {
-  const result = spawnSync(process.execPath, [tsxCli, 'scripts/user-password.ts', '--email', email], {
-    cwd: root,
-    env: { ...process.env, ...server.env, PASSWORD: password },
-    encoding: 'utf8',
-  });
+  const result = setPasswordWithCli(server, email, password);
   expect(result.status, result.stderr).toBe(0);
 }
 
@@ -44,28 +40,9 @@ function makeUser(email: string, password: string) {
   setPassword(email, password);
 }
 
-const cookieHeader = (response: Response) =>
-  response.headers
-    .getSetCookie()
-    .map((cookie) => cookie.split(';')[0])
-    .join('; ');
-
-/**
- * Signs in the way NextAuth's own browser client does: CSRF token first, then the credentials form. The
- * proxy in front of `server` adds `clientAddress` after what the client itself claimed.
- */
-async function signIn(email: string, password: string, clientAddress: string, target = server, forwardedFor = `198.51.100.77, ${clientAddress}`) {
-  const csrf = await fetch(`${target.url}/api/auth/csrf`);
-  const { csrfToken } = (await csrf.json()) as { csrfToken: string };
-  const response = await fetch(`${target.url}/api/auth/callback/credentials`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'Content-Type': 'application/x-www-form-urlencoded', Cookie: cookieHeader(csrf), 'X-Forwarded-For': forwardedFor },
-    body: new URLSearchParams({ csrfToken, email, password, json: 'true', callbackUrl: '/tasks' }),
-  });
-  const session = response.headers.getSetCookie().find((cookie) => cookie.startsWith('next-auth.session-token='));
-  return { response, sessionCookie: session?.split(';')[0] };
-}
+/** Signs in to `target`; the proxy in front of it adds `clientAddress` after what the client itself claimed. */
+const signIn = (email: string, password: string, clientAddress: string, target = server, forwardedFor = `198.51.100.77, ${clientAddress}`) =>
+  signInWithPassword(target, email, password, { 'X-Forwarded-For': forwardedFor });
 
 describe('the data folder', () => {
   it('is created private: folder 0700, database and secret 0600', () => {

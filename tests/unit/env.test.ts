@@ -51,6 +51,15 @@ describe('configuration', () => {
     expect(() => parseEnv({ CALL_HEARTBEAT_MS: '50' })).toThrow(/CALL_HEARTBEAT_MS/);
   });
 
+  it('caps sessions and streams per user, and refuses a cap of 0 instead of reading it as none or no cap', () => {
+    expect(parseEnv({})).toMatchObject({ MCP_MAX_SESSIONS_PER_USER: 100, MCP_MAX_STREAMS_PER_USER: 100, DASHBOARD_MAX_STREAMS_PER_USER: 10 });
+    expect(parseEnv({ MCP_MAX_STREAMS_PER_USER: '1' }).MCP_MAX_STREAMS_PER_USER).toBe(1);
+    for (const name of ['MCP_MAX_SESSIONS_PER_USER', 'MCP_MAX_STREAMS_PER_USER', 'DASHBOARD_MAX_STREAMS_PER_USER']) {
+      expect(() => parseEnv({ [name]: '0' })).toThrow(new RegExp(`${name}: must be at least 1`));
+      expect(() => parseEnv({ [name]: 'many' })).toThrow(new RegExp(name));
+    }
+  });
+
   it('refuses a default ttl above the maximum', () => {
     expect(() => parseEnv({ TASK_DEFAULT_TTL_MS: '5000', TASK_MAX_TTL_MS: '1000' })).toThrow(/TASK_DEFAULT_TTL_MS: must not exceed TASK_MAX_TTL_MS/);
   });

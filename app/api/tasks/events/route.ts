@@ -1,4 +1,6 @@
 import { getCurrentUser } from '@/lib/auth/session';
+import { getEnv } from '@/lib/env';
+import { capRetryAfterMs, takeStreamPlace } from '@/lib/mcp/caps';
 import { SseStream } from '@/lib/mcp/sse';
 import { getRuntime } from '@/lib/runtime';
 import { ownerOf, topics } from '@/lib/tasks/bus';
@@ -10,7 +12,17 @@ export const dynamic = 'force-dynamic';
 export async function GET(request: Request) {
   const user = await getCurrentUser();
   if (!user) return Response.json({ error: 'Sign in to watch tasks.' }, { status: 401 });
+  const limit = getEnv().DASHBOARD_MAX_STREAMS_PER_USER;
+  const place = takeStreamPlace('dashboard', user.id, limit);
+  if (!place) {
+    const retryAfterSeconds = Math.ceil(capRetryAfterMs / 1000);
+    return Response.json(
+      { error: `Too many live views: ${limit} are open for this account, the most DASHBOARD_MAX_STREAMS_PER_USER allows. Close a tab, or retry after ${retryAfterSeconds} seconds.` },
+      { status: 429, headers: { 'Retry-After': String(retryAfterSeconds) } },
+    );
+  }
   const stream = new SseStream();
+  place.holdUntilEnd(stream);
   const unsubscribe = getRuntime().engine.bus.subscribe(topics.user(user.id), (event) => {
     if (event.type === 'session-message') return;
     stream.send({ type: event.type, taskId: ownerOf(event).taskId });

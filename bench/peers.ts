@@ -63,6 +63,8 @@ const withoutLimits = {
   RATE_LIMIT_PER_USER: '0',
   RATE_LIMIT_TASK_OPERATIONS_PER_USER: '0',
   RATE_LIMIT_UNKNOWN_TASKS_PER_USER: '0',
+  MCP_MAX_SESSIONS_PER_USER: '1000000',
+  MCP_MAX_STREAMS_PER_USER: '1000000',
 };
 
 /** This server as `npm start` runs it. */

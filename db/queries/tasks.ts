@@ -174,7 +174,7 @@ export function listTasksByUserId(
 }
 
 /** lastUpdatedAt moves forward on every change, even two changes within one millisecond. */
-const nextUpdatedAt = (now: number) => sql`max(${now}, ${tasks.lastUpdatedAt} + 1)`;
+const nextUpdatedAt = (now: number | ReturnType<typeof sql.placeholder>) => sql`max(${now}, ${tasks.lastUpdatedAt} + 1)`;
 
 /** A transition's update; `from` is a JSON array of statuses, and a null result or error keeps the stored one. */
 const updateTaskStatus = preparedQuery((db) =>
@@ -183,7 +183,7 @@ const updateTaskStatus = preparedQuery((db) =>
     .set({
       status: sql`${sql.placeholder('to')}`,
       statusMessage: sql`${sql.placeholder('statusMessage')}`,
-      lastUpdatedAt: sql`max(${sql.placeholder('now')}, ${tasks.lastUpdatedAt} + 1)`,
+      lastUpdatedAt: nextUpdatedAt(sql.placeholder('now')),
       result: sql`coalesce(${sql.placeholder('result')}, ${tasks.result})`,
       error: sql`coalesce(${sql.placeholder('error')}, ${tasks.error})`,
     })
@@ -246,7 +246,7 @@ const updateLiveFields = preparedQuery((db) =>
       progressTotal: sql`${sql.placeholder('progressTotal')}`,
       progressMessage: sql`${sql.placeholder('progressMessage')}`,
       statusMessage: sql`${sql.placeholder('statusMessage')}`,
-      lastUpdatedAt: sql`max(${sql.placeholder('now')}, ${tasks.lastUpdatedAt} + 1)`,
+      lastUpdatedAt: nextUpdatedAt(sql.placeholder('now')),
     })
     .where(and(eq(tasks.id, sql.placeholder('id')), inArray(tasks.status, ['working', 'input_required'])))
     .prepare(),

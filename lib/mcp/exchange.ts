@@ -1,5 +1,5 @@
 import { ErrorCode, HttpError } from './errors';
-import { sseHeaders, type SseStream } from './sse';
+import type { SseStream } from './sse';
 
 /**
  * One request to /mcp as the handler reads it, whichever server carries it: the production server
@@ -57,8 +57,6 @@ export function fromWebRequest(request: Request): McpHttpRequest {
 }
 
 export function toWebResponse(reply: McpReply): Response {
-  if (isStreamReply(reply)) {
-    return new Response(reply.stream.toReadableStream(), { status: reply.status, headers: { ...sseHeaders, ...reply.headers } });
-  }
+  if (isStreamReply(reply)) return reply.stream.response(reply.headers);
   return new Response(reply.json === undefined ? null : JSON.stringify(reply.json), { status: reply.status, headers: reply.headers });
 }

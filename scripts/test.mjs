@@ -216,7 +216,7 @@ function accountPlaywright(report, counts) {
   const visit = (suite) => {
     for (const spec of suite.specs ?? []) {
       for (const test of spec.tests) {
-        if (test.expectedStatus === 'failed') fail(1, `${spec.file}:${spec.line} (${spec.title}): marked test.fail, so it passes when it fails; make it an ordinary test.`);
+        if (test.expectedStatus === 'failed') fail(1, `${relative(path.resolve(report.config.rootDir, spec.file))}:${spec.line} (${spec.title}): marked test.fail, so it passes when it fails; make it an ordinary test.`);
       }
     }
     for (const child of suite.suites ?? []) visit(child);

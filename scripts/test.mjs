@@ -4,8 +4,14 @@
  * browser suite in Chromium), then prints one summary line: `N passed, N failed`.
  *
  * A green summary means every test ran and passed: a test that did not run (skipped, or left out by a
- * crash in its suite's beforeAll) counts as failed, `.only` fails the run, a suite with fewer tests
- * than its floor fails, and a suite that runs past its time limit is stopped and fails.
+ * crash in its suite's beforeAll) counts as failed, `.only` and expected failures (`it.fails`,
+ * `test.fail`) fail the run, every file must run at least as many tests as tests/counts.json lists for
+ * it in each pass, and a suite that runs past its time limit is stopped and fails.
+ *
+ * Two modes run nothing: `--write-counts` rewrites tests/counts.json from the reports the last run left
+ * in test-results/, and `--check-reports` judges those reports again and prints the same summary.
+ * `--results <dir>`, `--counts <file>` and `--tests <dir>` point either elsewhere (the runner's own tests
+ * use them).
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -13,18 +19,30 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const resultsDir = path.join(root, 'test-results');
+const option = (name) => {
+  const index = process.argv.indexOf(name);
+  return index === -1 ? undefined : path.resolve(process.argv[index + 1]);
+};
+const resultsDir = option('--results') ?? path.join(root, 'test-results');
+const countsFile = option('--counts') ?? path.join(root, 'tests', 'counts.json');
+const testsDir = option('--tests') ?? path.join(root, 'tests');
 const bin = (name) => path.join(root, 'node_modules', '.bin', name);
 const env = { ...process.env, NEXT_TELEMETRY_DISABLED: '1' };
 const totals = { passed: 0, failed: 0 };
 
-/**
- * The fewest tests each suite may report: a suite that silently loses files or tests fails. Raise a
- * floor when adding tests.
- */
-const floors = { all: 274, 'route-handler': 186, playwright: 30 };
+/** Each pass and the report it leaves; tests/counts.json has one list of files per pass. */
+const reports = {
+  all: path.join(resultsDir, 'vitest-all.json'),
+  'route-handler': path.join(resultsDir, 'vitest-route-handler.json'),
+  playwright: path.join(resultsDir, 'playwright.json'),
+};
 /** The longest each suite may run before it is stopped (a hang fails instead of stalling CI). */
 const timeLimitsMs = { build: 10 * 60_000, vitest: 25 * 60_000, playwright: 20 * 60_000 };
+/**
+ * An expected failure passes when its test fails, so a broken feature would count as passed. Vitest's
+ * report does not mark them (Playwright's does), so the sources are read for them.
+ */
+const expectedFailure = /\b(?:it|test|describe|suite)(?:\.\w+)*\.fails?\s*\(|\bfails\s*:\s*true\b/;
 
 function fail(count, reason) {
   console.error(`\n${reason}`);
@@ -45,9 +63,88 @@ function readJson(file) {
   }
 }
 
+const relative = (file) => path.relative(root, file).split(path.sep).join('/');
+
+/** Per test file of a vitest report: how many tests ran (passed or failed) and how many it reported. */
+function vitestFileCounts(report) {
+  const files = new Map();
+  for (const file of report.testResults) {
+    const tests = file.assertionResults;
+    files.set(relative(file.name), { ran: tests.filter((test) => test.status === 'passed' || test.status === 'failed').length, reported: tests.length });
+  }
+  return files;
+}
+
+/** Per spec file of a Playwright report: how many tests ran and how many it reported. */
+function playwrightFileCounts(report) {
+  const files = new Map();
+  const visit = (suite) => {
+    for (const spec of suite.specs ?? []) {
+      const file = relative(path.resolve(report.config.rootDir, spec.file));
+      const counts = files.get(file) ?? { ran: 0, reported: 0 };
+      for (const test of spec.tests) {
+        counts.reported += 1;
+        if (test.status !== 'skipped') counts.ran += 1;
+      }
+      files.set(file, counts);
+    }
+    for (const child of suite.suites ?? []) visit(child);
+  };
+  for (const suite of report.suites) visit(suite);
+  return files;
+}
+
+function readCounts() {
+  const counts = readJson(countsFile);
+  if (!counts) fail(1, 'tests/counts.json is missing or not JSON: run the suites, then node scripts/test.mjs --write-counts.');
+  return counts ?? {};
+}
+
+/**
+ * A file that runs fewer tests than tests/counts.json lists lost some (a suite left out by a
+ * condition, a deleted test, a crash while collecting); a file the list does not know would escape that.
+ */
+function checkCounts(pass, files, counts) {
+  const listed = counts[pass] ?? {};
+  const grown = [];
+  for (const [file, expected] of Object.entries(listed)) {
+    const found = files.get(file);
+    if (!found) {
+      fail(expected, `${file} (${pass}): did not run; tests/counts.json lists ${expected} tests for it.`);
+    } else if (found.ran < expected) {
+      // Reported tests that did not run are counted as failed already; only the absent ones are added.
+      fail(Math.max(0, expected - found.reported), `${file} (${pass}): ${found.ran} tests ran, tests/counts.json lists ${expected}.`);
+    } else if (found.ran > expected) {
+      grown.push(file);
+    }
+  }
+  for (const [file, found] of files) {
+    if (!(file in listed)) fail(1, `${file} (${pass}): ${found.ran} tests ran but the file is not in tests/counts.json: add it to tests/counts.json (node scripts/test.mjs --write-counts).`);
+  }
+  if (grown.length > 0) console.log(`\n${pass}: ${grown.length} file(s) ran more tests than tests/counts.json lists; node scripts/test.mjs --write-counts raises their counts.`);
+}
+
+function testSources(dir) {
+  return fs
+    .readdirSync(dir, { recursive: true })
+    .map(String)
+    .filter((file) => !file.split(path.sep).includes('node_modules') && /\.(ts|tsx|mts|js|mjs)$/.test(file))
+    .map((file) => path.join(dir, file));
+}
+
+function checkNoExpectedFailures() {
+  for (const file of testSources(testsDir)) {
+    fs.readFileSync(file, 'utf8')
+      .split('\n')
+      .forEach((line, index) => {
+        if (expectedFailure.test(line)) fail(1, `${relative(file)}:${index + 1}: an expected failure (it.fails, test.fail) passes when its test fails; make it an ordinary test.`);
+      });
+  }
+}
+
 /** Runs vitest; `pass` names its report, `args` narrows the files, `extraEnv` sets up the pass. */
-function runVitest(pass, args = [], extraEnv = {}) {
-  const output = path.join(resultsDir, `vitest-${pass}.json`);
+function runVitest(pass, counts, args = [], extraEnv = {}) {
+  const output = reports[pass];
   fs.rmSync(output, { force: true });
   const { status, timedOut } = run(bin('vitest'), ['run', '--reporter=default', '--reporter=json', `--outputFile.json=${output}`, ...args], {
     extraEnv,
@@ -56,23 +153,24 @@ function runVitest(pass, args = [], extraEnv = {}) {
   if (timedOut) return fail(1, `vitest (${pass}) ran longer than ${timeLimitsMs.vitest / 60_000} minutes and was stopped.`);
   const report = readJson(output);
   if (!report) return fail(1, 'vitest wrote no report.');
-  let passed = 0;
-  let failed = 0;
+  const failedBefore = totals.failed;
+  accountVitest(pass, report, counts);
+  if (status !== 0 && totals.failed === failedBefore) fail(1, `vitest (${pass}) exited with status ${status}.`);
+}
+
+function accountVitest(pass, report, counts) {
   for (const file of report.testResults) {
     const tests = file.assertionResults;
     const filePassed = tests.filter((test) => test.status === 'passed').length;
     // Tests that did not run count as failed: skipped ones, and those a crash in beforeAll left out.
     const notPassed = tests.length - filePassed;
-    passed += filePassed;
-    failed += file.status === 'failed' ? Math.max(1, notPassed) : notPassed;
+    totals.passed += filePassed;
+    totals.failed += file.status === 'failed' ? Math.max(1, notPassed) : notPassed;
     if (notPassed > 0 && tests.every((test) => test.status !== 'failed')) {
-      console.error(`${path.relative(root, file.name)}: ${notPassed} test(s) did not run${file.message ? ` (${file.message.split('\n')[0]})` : ''}`);
+      console.error(`${relative(file.name)}: ${notPassed} test(s) did not run${file.message ? ` (${file.message.split('\n')[0]})` : ''}`);
     }
   }
-  if (status !== 0 && failed === 0) failed = 1;
-  totals.passed += passed;
-  totals.failed += failed;
-  if (report.numTotalTests < floors[pass]) fail(1, `vitest (${pass}) found ${report.numTotalTests} tests, fewer than the floor of ${floors[pass]}.`);
+  checkCounts(pass, vitestFileCounts(report), counts);
 }
 
 function ensureChromium() {
@@ -92,41 +190,94 @@ function hasSpecs(dir) {
   return fs.readdirSync(dir, { recursive: true }).some((file) => String(file).endsWith('.spec.ts'));
 }
 
-function runPlaywright() {
+function runPlaywright(counts) {
   if (!hasSpecs(path.join(root, 'tests', 'e2e'))) return fail(1, 'No browser tests found in tests/e2e.');
   if (!ensureChromium()) return fail(1, 'The browser tests could not run.');
-  const output = path.join(resultsDir, 'playwright.json');
+  const output = reports.playwright;
   fs.rmSync(output, { force: true });
   const { status, timedOut } = run(bin('playwright'), ['test', '--reporter=list,json'], {
     extraEnv: { PLAYWRIGHT_JSON_OUTPUT_NAME: output },
     timeoutMs: timeLimitsMs.playwright,
   });
   if (timedOut) return fail(1, `playwright ran longer than ${timeLimitsMs.playwright / 60_000} minutes and was stopped.`);
-  const stats = readJson(output)?.stats;
-  if (!stats) return fail(1, 'playwright wrote no report.');
-  const passed = stats.expected + stats.flaky;
-  // A skipped test did not run: a crash in a beforeAll skips the rest of its file.
-  let failed = stats.unexpected + stats.skipped;
-  if (stats.skipped > 0) console.error(`playwright: ${stats.skipped} test(s) did not run`);
-  if (status !== 0 && failed === 0) failed = 1;
-  totals.passed += passed;
-  totals.failed += failed;
-  const total = passed + stats.unexpected + stats.skipped;
-  if (total < floors.playwright) fail(1, `playwright found ${total} tests, fewer than the floor of ${floors.playwright}.`);
+  const report = readJson(output);
+  if (!report?.stats) return fail(1, 'playwright wrote no report.');
+  const failedBefore = totals.failed;
+  accountPlaywright(report, counts);
+  if (status !== 0 && totals.failed === failedBefore) fail(1, `playwright exited with status ${status}.`);
 }
 
-fs.mkdirSync(resultsDir, { recursive: true });
-console.log('Building the application...');
-if (run(process.execPath, [path.join(root, 'node_modules', 'next', 'dist', 'bin', 'next'), 'build'], { timeoutMs: timeLimitsMs.build }).status !== 0) {
-  fail(1, 'build failed');
+function accountPlaywright(report, counts) {
+  const { stats } = report;
+  totals.passed += stats.expected + stats.flaky;
+  // A skipped test did not run: a crash in a beforeAll skips the rest of its file.
+  totals.failed += stats.unexpected + stats.skipped;
+  if (stats.skipped > 0) console.error(`playwright: ${stats.skipped} test(s) did not run`);
+  const visit = (suite) => {
+    for (const spec of suite.specs ?? []) {
+      for (const test of spec.tests) {
+        if (test.expectedStatus === 'failed') fail(1, `${relative(path.resolve(report.config.rootDir, spec.file))}:${spec.line} (${spec.title}): marked test.fail, so it passes when it fails; make it an ordinary test.`);
+      }
+    }
+    for (const child of suite.suites ?? []) visit(child);
+  };
+  for (const suite of report.suites) visit(suite);
+  checkCounts('playwright', playwrightFileCounts(report), counts);
+}
+
+/** Rewrites tests/counts.json from the reports in test-results/, keeping the list of a pass with no report. */
+function writeCounts() {
+  const previous = readJson(countsFile) ?? {};
+  const next = {};
+  for (const [pass, file] of Object.entries(reports)) {
+    const report = readJson(file);
+    if (!report) {
+      console.error(`${relative(file)} is missing or not JSON: the ${pass} list is kept as it was.`);
+      next[pass] = previous[pass] ?? {};
+      continue;
+    }
+    const files = pass === 'playwright' ? playwrightFileCounts(report) : vitestFileCounts(report);
+    next[pass] = Object.fromEntries([...files].sort(([a], [b]) => a.localeCompare(b)).map(([name, { ran }]) => [name, ran]));
+    for (const [name, ran] of Object.entries(next[pass])) {
+      const before = previous[pass]?.[name];
+      if (before !== ran) console.log(`${pass}: ${name} ${before ?? 'not listed'} -> ${ran}${before > ran ? ' (lowered)' : ''}`);
+    }
+    for (const name of Object.keys(previous[pass] ?? {})) {
+      if (!(name in next[pass])) console.log(`${pass}: ${name} removed (not in ${relative(file)})`);
+    }
+  }
+  fs.writeFileSync(countsFile, `${JSON.stringify(next, null, 2)}\n`);
+  console.log(`Wrote ${relative(countsFile)}.`);
+}
+
+if (process.argv.includes('--write-counts')) {
+  writeCounts();
+  process.exit(0);
+}
+
+const counts = readCounts();
+checkNoExpectedFailures();
+if (process.argv.includes('--check-reports')) {
+  for (const [pass, file] of Object.entries(reports)) {
+    const report = readJson(file);
+    if (!report) fail(1, `${relative(file)} is missing or not JSON.`);
+    else if (pass === 'playwright') accountPlaywright(report, counts);
+    else accountVitest(pass, report, counts);
+  }
 } else {
-  runVitest('all');
-  // The integration suites again with /mcp served by Next's route handler (next start), the mount for
-  // hosts that run only route handlers. The authorization server needs npm start's server, so its
-  // suite runs once.
-  console.log('\nIntegration suites through the route handler (next start)...');
-  runVitest('route-handler', ['tests/integration', '--exclude', 'tests/integration/oauth.test.ts'], { MCP_TEST_MOUNT: 'route-handler' });
-  runPlaywright();
+  fs.mkdirSync(resultsDir, { recursive: true });
+  console.log('Building the application...');
+  if (run(process.execPath, [path.join(root, 'node_modules', 'next', 'dist', 'bin', 'next'), 'build'], { timeoutMs: timeLimitsMs.build }).status !== 0) {
+    fail(1, 'build failed');
+  } else {
+    runVitest('all', counts);
+    // The integration suites again with /mcp served by Next's route handler (next start), the mount for
+    // hosts that run only route handlers. The authorization server needs npm start's server, so its
+    // suite runs once.
+    console.log('\nIntegration suites through the route handler (next start)...');
+    runVitest('route-handler', counts, ['tests/integration', '--exclude', 'tests/integration/oauth.test.ts'], { MCP_TEST_MOUNT: 'route-handler' });
+    runPlaywright(counts);
+  }
 }
 console.log(`\n${totals.passed} passed, ${totals.failed} failed`);
 process.exit(totals.failed > 0 ? 1 : 0);

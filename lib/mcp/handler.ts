@@ -1,6 +1,6 @@
 import { createMcpSession, endMcpSession, getMcpSessionById, touchMcpSession, type McpSession } from '@/db/queries/sessions';
 import { mcpScope, resourceMetadataUrl } from '@/lib/auth/oauth/metadata';
-import { isAccessTokenActive, verifyBearer } from '@/lib/auth/tokens';
+import { verifyBearer } from '@/lib/auth/tokens';
 import type { TaskEngine } from '@/lib/tasks/engine';
 import { ErrorCode, HttpError, isHttpError, isRpcError, RpcError, type JsonRpcErrorObject } from './errors';
 import type { McpHttpRequest, McpReply } from './exchange';
@@ -38,6 +38,7 @@ import { getRateLimits } from './rate-limit';
 import { summarizeMessage, type RequestFacts } from './request-facts';
 import type { SseStream } from './sse';
 import { taskIdOfCallStream, type ResumeTarget, type SessionStreams } from './session-streams';
+import { closeWhenTokenRevoked } from './token-streams';
 
 export interface McpContext {
   engine: TaskEngine;
@@ -55,7 +56,6 @@ export interface McpContext {
 
 const sessionHeader = 'mcp-session-id';
 const versionHeader = 'mcp-protocol-version';
-const tokenRecheckMs = 5000;
 /** How often a session's last use is written: idle expiry needs minutes, not milliseconds. */
 const sessionTouchMs = 60_000;
 
@@ -447,15 +447,6 @@ async function respond(
   }
   void reply.then((final) => finishResponseStream(ctx, session.id, streamKey, cancel.signal, final));
   return streamReply(stream!);
-}
-
-/** Long-lived streams re-check their token, so that revoking it cuts them off too. */
-function closeWhenTokenRevoked(stream: SseStream, tokenId: string): void {
-  const timer = setInterval(() => {
-    if (!isAccessTokenActive(tokenId)) stream.close();
-  }, tokenRecheckMs);
-  timer.unref?.();
-  stream.signal.addEventListener('abort', () => clearInterval(timer), { once: true });
 }
 
 function toErrorObject(error: unknown, method: string): JsonRpcErrorObject {

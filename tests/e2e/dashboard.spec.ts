@@ -149,9 +149,14 @@ test.describe('tokens and live tasks', () => {
     await page.goto('/tasks');
     await page.screenshot({ path: path.join(screenshots, 'tasks-list-phone.png'), fullPage: true });
 
-    // Revoking the token in the browser locks the client out at once.
+    // Revoking the token in the browser locks the client out at once, and ends its open streams at once.
+    const watcher = new RawMcp(server.mcpUrl, token);
+    await watcher.initialize();
+    const watched = await watcher.openGetStream();
+    await watched.next();
     await tokens.goto();
     await tokens.revoke('sdk-client');
+    expect(await watched.next(500)).toBeNull();
     const raw = new RawMcp(server.mcpUrl, token);
     raw.sessionId = sdk.transport.sessionId;
     const reply = await raw.request('ping');

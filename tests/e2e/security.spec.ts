@@ -1,7 +1,9 @@
 import type { BrowserContext, Page, Request } from '@playwright/test';
 import { expect, password, test, uniqueEmail } from '../fixtures';
 import { RawMcp, SseReader } from '../helpers/mcp';
+import { pkcePair, registerClient } from '../helpers/oauth';
 import { AuthPage } from '../pages/auth';
+import { ConsentPage } from '../pages/oauth';
 import { TasksPage } from '../pages/tasks';
 import { TokensPage } from '../pages/tokens';
 
@@ -21,17 +23,63 @@ async function signUp(page: Page, label: string): Promise<string> {
   return email;
 }
 
+function expectSecurityHeaders(where: string, headers: Record<string, string>): void {
+  expect(headers['content-security-policy'], where).toContain("frame-ancestors 'none'");
+  expect(headers['content-security-policy'], where).toContain("default-src 'self'");
+  expect(headers['content-security-policy'], where).toContain("object-src 'none'");
+  expect(headers['x-content-type-options'], where).toBe('nosniff');
+  expect(headers['x-frame-options'], where).toBe('DENY');
+  expect(headers['referrer-policy'], where).toBe('strict-origin-when-cross-origin');
+}
+
 test('every page carries the security headers', async ({ page }) => {
   for (const path of ['/signin', '/signup']) {
     const response = await page.goto(path);
-    const headers = response!.headers();
-    expect(headers['content-security-policy']).toContain("frame-ancestors 'none'");
-    expect(headers['content-security-policy']).toContain("default-src 'self'");
-    expect(headers['content-security-policy']).toContain("object-src 'none'");
-    expect(headers['x-content-type-options']).toBe('nosniff');
-    expect(headers['x-frame-options']).toBe('DENY');
-    expect(headers['referrer-policy']).toBe('strict-origin-when-cross-origin');
+    expectSecurityHeaders(path, response!.headers());
   }
+});
+
+test('signed-in pages, the consent page and the API carry the security headers too', async ({ page, server }) => {
+  const email = await signUp(page, 'headers');
+  for (const path of ['/tasks', '/tokens', '/connect']) {
+    const response = await page.goto(path);
+    expect(new URL(page.url()).pathname).toBe(path);
+    expectSecurityHeaders(path, response!.headers());
+  }
+
+  const session = await page.request.get('/api/auth/session');
+  expect(((await session.json()) as { user?: { email?: string } }).user?.email).toBe(email);
+  expectSecurityHeaders('/api/auth/session', session.headers());
+  const refused = await fetch(`${server.url}/api/tasks/events`);
+  expect(refused.status).toBe(401);
+  expectSecurityHeaders('/api/tasks/events, signed out', Object.fromEntries(refused.headers));
+
+  // The consent page, reached as a client sends a person there: a registered client's authorization request.
+  const redirectUri = 'http://127.0.0.1:53682/callback';
+  const registered = await registerClient(server.url, {
+    client_name: 'Headers client',
+    redirect_uris: [redirectUri],
+    grant_types: ['authorization_code', 'refresh_token'],
+    response_types: ['code'],
+    token_endpoint_auth_method: 'none',
+  });
+  expect(registered.status).toBe(201);
+  const authorization = new URL('/oauth/authorize', server.url);
+  const params = {
+    response_type: 'code',
+    client_id: ((await registered.json()) as { client_id: string }).client_id,
+    redirect_uri: redirectUri,
+    scope: 'mcp',
+    state: 'headers',
+    code_challenge: pkcePair().challenge,
+    code_challenge_method: 'S256',
+    resource: server.mcpUrl,
+  };
+  for (const [name, value] of Object.entries(params)) authorization.searchParams.set(name, value);
+  const consent = await page.goto(authorization.toString());
+  expect(new URL(page.url()).pathname).toMatch(/^\/consent\/[^/]+$/);
+  await new ConsentPage(page).expectClient('Headers client');
+  expectSecurityHeaders(new URL(page.url()).pathname, consent!.headers());
 });
 
 test('the dashboard works under its Content Security Policy, with nothing blocked', async ({ page, server }) => {

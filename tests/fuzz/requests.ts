@@ -10,6 +10,13 @@ export interface FuzzTargets {
   foreignSessionId: string;
   ownTaskId: string;
   foreignTaskId: string;
+  /**
+   * Tasks of a third user whose token no request carries, so that nothing may touch them: one
+   * working, one waiting for the answer to its question `strangerInputId`.
+   */
+  strangerTaskId: string;
+  strangerQuestionTaskId: string;
+  strangerInputId: string;
 }
 
 export interface FuzzRequest {
@@ -59,12 +66,18 @@ function baseMessages(targets: FuzzTargets): Array<Record<string, unknown>> {
     { jsonrpc: '2.0', id: 7, method: 'tasks/get', params: { taskId: targets.foreignTaskId } },
     { jsonrpc: '2.0', id: 8, method: 'tasks/cancel', params: { taskId: targets.foreignTaskId } },
     { jsonrpc: '2.0', id: 9, method: 'tasks/list', params: { cursor: 'eyJub3QiOiJhIGN1cnNvciJ9' } },
+    { jsonrpc: '2.0', id: 12, method: 'tasks/cancel', params: { taskId: targets.strangerTaskId } },
+    { jsonrpc: '2.0', id: 13, method: 'tasks/result', params: { taskId: targets.strangerTaskId } },
+    { jsonrpc: '2.0', id: 14, method: 'tasks/get', params: { taskId: targets.strangerQuestionTaskId } },
+    { jsonrpc: '2.0', id: 15, method: 'tasks/cancel', params: { taskId: targets.strangerQuestionTaskId } },
     { jsonrpc: '2.0', id: 10, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: { elicitation: {} }, clientInfo: { name: 'fuzz', version: '1' } } },
     { jsonrpc: '2.0', id: 11, method: 'logging/setLevel', params: { level: 'warning' } },
     { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1, reason: 'fuzz' } },
     { jsonrpc: '2.0', method: 'notifications/initialized' },
     // Replayed and out-of-order responses: to requests never sent, and in the shape of answers to questions.
     { jsonrpc: '2.0', id: `input:${targets.ownTaskId}:replayed`, result: { action: 'accept', content: { answer: 'late' } } },
+    { jsonrpc: '2.0', id: `input:${targets.strangerInputId}:1`, result: { action: 'accept', content: { answer: 'forged' } } },
+    { jsonrpc: '2.0', id: `input:${targets.strangerInputId}:1`, result: { action: 'decline' } },
     { jsonrpc: '2.0', id: 'never-sent', error: { code: -32601, message: 'no' } },
     { jsonrpc: '2.0', id: 99, result: { task: { taskId: 'client-task', status: 'working' } } },
   ];

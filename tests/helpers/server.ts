@@ -44,13 +44,18 @@ export interface TestServer {
  */
 export const testMount = process.env.MCP_TEST_MOUNT === 'route-handler' ? 'route-handler' : 'production-server';
 
-function serverCommand(port: number): string[] {
-  if (testMount === 'production-server') return ['scripts/start.mjs'];
+export type TestMount = typeof testMount;
+
+function serverCommand(port: number, mount: TestMount): string[] {
+  if (mount === 'production-server') return ['scripts/start.mjs'];
   return [path.join(root, 'node_modules', 'next', 'dist', 'bin', 'next'), 'start', '--port', String(port), '--hostname', '127.0.0.1'];
 }
 
-/** Runs the built app on a free loopback port with a fresh database. */
-export async function startServer(extraEnv: Record<string, string> = {}): Promise<TestServer> {
+/**
+ * Runs the built app on a free loopback port with a fresh database, on the mount under test unless
+ * the test is about one mount's own behaviour.
+ */
+export async function startServer(extraEnv: Record<string, string> = {}, mount: TestMount = testMount): Promise<TestServer> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-task-server-'));
   const port = await freePort();
   const env: Record<string, string> = {
@@ -69,7 +74,7 @@ export async function startServer(extraEnv: Record<string, string> = {}): Promis
 
   const launch = async () => {
     log = '';
-    child = spawn(process.execPath, serverCommand(port), {
+    child = spawn(process.execPath, serverCommand(port, mount), {
       cwd: root,
       env: { ...process.env, ...env },
       detached: true,

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -7,13 +7,38 @@ import { startBearerProxy, type BearerProxy } from '../helpers/bearer-proxy';
 import { createToken, startServer, type TestServer } from '../helpers/server';
 
 /**
- * The official MCP conformance suite's server scenarios, run against the built server. The suite needs
- * Node 22, which npx fetches from the npm registry with the suite itself (pinned; cached after the first
- * run). It sends no token, so a loopback proxy adds a personal access token to every request.
+ * The official MCP conformance suite's server scenarios, run against the built server. The suite and
+ * the Node 22 it needs are pinned in tests/conformance (its own package.json and lock file), installed
+ * there with `npm ci` when missing or older than the lock file, and run on that Node: a run resolves
+ * nothing anew. The suite sends no token, so a loopback proxy adds a personal access token to every request.
  */
-const suitePackages = ['node@22', '@modelcontextprotocol/conformance@0.1.16'];
-/** Long enough for a first run to download Node 22 (about 30 MB) on a slow link. */
+const suiteDir = path.resolve(__dirname, '..', 'conformance');
+const suiteBin = path.join(suiteDir, 'node_modules', '.bin');
+const suiteManifest = JSON.parse(fs.readFileSync(path.join(suiteDir, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+/** Long enough for a first install to download Node 22 (about 30 MB) on a slow link. */
+const installTimeoutMs = 5 * 60_000;
 const suiteTimeoutMs = 5 * 60_000;
+
+/** Installs tests/conformance from its lock file, unless the install is already that of the current lock file. */
+function installSuite(): void {
+  const installedLock = path.join(suiteDir, 'node_modules', '.package-lock.json');
+  const current =
+    fs.existsSync(installedLock) &&
+    fs.existsSync(path.join(suiteBin, 'node')) &&
+    fs.statSync(installedLock).mtimeMs >= fs.statSync(path.join(suiteDir, 'package-lock.json')).mtimeMs;
+  if (current) return;
+  const install = spawnSync('npm', ['ci', '--prefix', suiteDir, '--no-audit', '--no-fund', '--loglevel=error'], {
+    encoding: 'utf8',
+    timeout: installTimeoutMs,
+    env: { ...process.env, npm_config_update_notifier: 'false' },
+  });
+  if (install.status !== 0) {
+    throw new Error(
+      `npm ci --prefix tests/conformance failed (status ${install.status}${install.error ? `, ${install.error.message}` : ''}): it needs the npm registry ` +
+        `within ${installTimeoutMs / 60_000} minutes the first time. Its output:\n${(install.stdout + install.stderr).slice(-4000)}`,
+    );
+  }
+}
 
 /** Every server scenario of the pinned suite (`conformance list`), pending ones included (`--suite all`). */
 const scenarios = [
@@ -78,11 +103,12 @@ interface SuiteRun {
 
 /** Runs the whole suite once; resolves when it exits (or is stopped at the time limit). */
 function runSuite(url: string, outputDir: string): Promise<SuiteRun> {
-  const args = ['-y', ...suitePackages.flatMap((name) => ['-p', name]), '--', 'conformance', 'server', '--url', url, '--suite', 'all'];
+  const args = [fs.realpathSync(path.join(suiteBin, 'conformance')), 'server', '--url', url, '--suite', 'all'];
   args.push('--expected-failures', expectedFailuresFile, '--output-dir', outputDir);
   return new Promise((resolve, reject) => {
-    const child = spawn('npx', args, {
-      env: { ...process.env, npm_config_update_notifier: 'false', npm_config_fund: 'false', NO_COLOR: '1' },
+    const child = spawn(path.join(suiteBin, 'node'), args, {
+      // Whatever the suite starts runs on the same Node 22.
+      env: { ...process.env, PATH: `${suiteBin}${path.delimiter}${process.env.PATH}`, NO_COLOR: '1' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
@@ -91,7 +117,7 @@ function runSuite(url: string, outputDir: string): Promise<SuiteRun> {
     const timer = setTimeout(() => child.kill('SIGKILL'), suiteTimeoutMs);
     child.once('error', (error) => {
       clearTimeout(timer);
-      reject(new Error(`Could not start npx to run the conformance suite: ${error.message}`));
+      reject(new Error(`Could not start the conformance suite on tests/conformance's Node: ${error.message}`));
     });
     child.once('close', (exitCode) => {
       clearTimeout(timer);
@@ -103,12 +129,7 @@ function runSuite(url: string, outputDir: string): Promise<SuiteRun> {
         if (scenario && fs.existsSync(file)) checksByScenario.set(scenario, JSON.parse(fs.readFileSync(file, 'utf8')));
       }
       if (checksByScenario.size === 0) {
-        reject(
-          new Error(
-            `The conformance suite did not run (npx exit code ${exitCode}): npx must fetch ${suitePackages.join(' and ')} ` +
-              `from the npm registry (or find them in its cache) within ${suiteTimeoutMs / 60_000} minutes. Its output:\n${output.slice(-4000)}`,
-          ),
-        );
+        reject(new Error(`The conformance suite did not run (exit code ${exitCode}). Its output:\n${output.slice(-4000)}`));
         return;
       }
       resolve({ exitCode, output, checksByScenario });
@@ -125,11 +146,12 @@ let run: SuiteRun;
 const expectedFailures = readExpectedFailures();
 
 beforeAll(async () => {
+  installSuite();
   server = await startServer({ MCP_FIXTURE_TOOLS: '1' });
   proxy = await startBearerProxy(server.url, createToken(server, 'conformance@example.com'));
   outputDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-conformance-'));
   run = await runSuite(`${proxy.url}/mcp`, outputDir);
-}, suiteTimeoutMs + 60_000);
+}, installTimeoutMs + suiteTimeoutMs + 60_000);
 
 afterAll(async () => {
   await proxy?.close();
@@ -138,6 +160,15 @@ afterAll(async () => {
 });
 
 describe('the official MCP conformance suite (server scenarios)', () => {
+  it('runs the suite version tests/conformance pins, on its Node 22, leaving the project on its own Node', () => {
+    const installed = JSON.parse(fs.readFileSync(path.join(suiteDir, 'node_modules', '@modelcontextprotocol', 'conformance', 'package.json'), 'utf8')) as { version: string };
+    expect(installed.version).toBe(suiteManifest.dependencies['@modelcontextprotocol/conformance']);
+    expect(spawnSync(path.join(suiteBin, 'node'), ['--version'], { encoding: 'utf8' }).stdout.trim()).toBe(`v${suiteManifest.dependencies.node}`);
+    expect(suiteManifest.dependencies.node).toMatch(/^22\.\d+\.\d+$/);
+    // npm scripts put the project's node_modules/.bin first on PATH: a node there would run them all on Node 22.
+    expect(fs.existsSync(path.resolve(__dirname, '..', '..', 'node_modules', '.bin', 'node'))).toBe(false);
+  });
+
   it('ran every scenario of the pinned suite, each once', () => {
     expect([...run.checksByScenario.keys()].sort()).toEqual([...scenarios].sort());
     expect(run.output).toContain(`Running all suite (${scenarios.length} scenarios)`);

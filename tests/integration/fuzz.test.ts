@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { groupRssKib } from '../../bench/util';
 import { fuzzRequest, sendFuzzRequest, type FuzzTargets } from '../fuzz/requests';
 import { RawMcp } from '../helpers/mcp';
@@ -15,6 +15,26 @@ let ownResult: unknown;
 let foreignResult: unknown;
 let own: RawMcp;
 let foreign: RawMcp;
+let strangerOwner: string;
+
+function strangerInputs(taskId: string) {
+  return server.db().prepare('SELECT id, status, response, answered_by FROM task_inputs WHERE task_id = ?').all(taskId) as Array<{
+    id: string;
+    status: string;
+    response: string | null;
+    answered_by: string | null;
+  }>;
+}
+
+/** A stranger's task as the database has it, with every status it ever had, in order. */
+function strangerTask(taskId: string) {
+  const db = server.db();
+  const events = db.prepare('SELECT to_status FROM task_events WHERE task_id = ? ORDER BY id').all(taskId) as Array<{ to_status: string }>;
+  return {
+    ...(db.prepare('SELECT user_id AS owner, status FROM tasks WHERE id = ?').get(taskId) as { owner: string; status: string }),
+    statuses: [...new Set(events.map((event) => event.to_status))],
+  };
+}
 
 beforeAll(async () => {
   server = await startServer({
@@ -36,6 +56,11 @@ beforeAll(async () => {
   await batches.initialize('2025-03-26');
   foreign = new RawMcp(server.mcpUrl, foreignToken);
   await foreign.initialize();
+  const stranger = new RawMcp(server.mcpUrl, createToken(server, 'stranger@example.com'));
+  await stranger.initialize();
+  const strangerTask = await stranger.startDelayTask(3600);
+  const strangerQuestionTask = (await stranger.call('tools/call', { name: 'ask_human', arguments: { question: 'Mine to answer?' }, task: {} })).task;
+  await vi.waitFor(() => expect(strangerInputs(strangerQuestionTask.taskId)).toHaveLength(1), { timeout: 10_000 });
   const ownTask = await own.startDelayTask(0);
   const foreignTask = await foreign.startDelayTask(0);
   ownResult = await own.call('tasks/result', { taskId: ownTask.taskId });
@@ -49,7 +74,11 @@ beforeAll(async () => {
     foreignSessionId: foreign.sessionId!,
     ownTaskId: ownTask.taskId,
     foreignTaskId: foreignTask.taskId,
+    strangerTaskId: strangerTask.taskId,
+    strangerQuestionTaskId: strangerQuestionTask.taskId,
+    strangerInputId: strangerInputs(strangerQuestionTask.taskId)[0].id,
   };
+  strangerOwner = (server.db().prepare('SELECT user_id FROM tasks WHERE id = ?').get(strangerTask.taskId) as { user_id: string }).user_id;
 });
 
 afterAll(async () => {
@@ -78,6 +107,10 @@ describe('fuzzing the endpoint with generated requests', () => {
     expect(await own.call('tasks/result', { taskId: targets.ownTaskId })).toEqual(ownResult);
     expect(await foreign.call('tasks/result', { taskId: targets.foreignTaskId })).toEqual(foreignResult);
     expect((await foreign.request('ping')).status).toBe(200);
+    // Nothing reached the third user's tasks: still theirs, never cancelled, the question still waiting.
+    expect(strangerTask(targets.strangerTaskId)).toEqual({ owner: strangerOwner, status: 'working', statuses: ['working'] });
+    expect(strangerTask(targets.strangerQuestionTaskId)).toEqual({ owner: strangerOwner, status: 'input_required', statuses: ['working', 'input_required'] });
+    expect(strangerInputs(targets.strangerQuestionTaskId)).toEqual([{ id: targets.strangerInputId, status: 'pending', response: null, answered_by: null }]);
     // Memory settles back near the warm figure: nothing the requests carried is kept.
     await expect
       .poll(() => groupRssKib(group).totalKib, { timeout: 30_000, interval: 1000 })

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { setPassword as setPasswordWithCli, signIn as signInWithPassword } from '../helpers/dashboard';
-import { createToken, startServer, testMount, type TestServer } from '../helpers/server';
+import { createToken, startServer, type TestServer } from '../helpers/server';
 
 // Each sign-in hashes with scrypt at 128 MiB, and the CLIs start their own Node: slow on a busy machine.
 vi.setConfig({ testTimeout: 120_000 });
@@ -98,11 +98,11 @@ describe('sign-in throttling', () => {
 });
 
 // Only npm start's server replaces what the client wrote; next start keeps it (README: behind a proxy).
-// So this suite is not defined for next start at all: npm test fails any test that is skipped.
-(testMount === 'route-handler' ? () => {} : describe)('sign-in throttling without a trusted proxy', () => {
+// So this suite runs npm start's server on both passes.
+describe('sign-in throttling without a trusted proxy', () => {
   let direct: TestServer;
   beforeAll(async () => {
-    direct = await startServer({ SIGNIN_MAX_PER_IP: '2' });
+    direct = await startServer({ SIGNIN_MAX_PER_IP: '2' }, 'production-server');
   });
   afterAll(async () => {
     await direct?.stop();

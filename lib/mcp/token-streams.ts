@@ -1,0 +1,54 @@
+import { isAccessTokenActive } from '@/lib/auth/tokens';
+import type { SseStream } from './sse';
+
+/**
+ * Long-lived streams outlive the request that checked their token, so revoking the token must end
+ * them too: at once when this process revoked it (closeStreamsOfToken), and otherwise at the next
+ * check of every token that has an open stream, once a second. That check reads the token's row, so a
+ * revocation by another process (the token CLI, another instance) ends the streams within a second too.
+ */
+const tokenRecheckMs = 1000;
+
+interface TokenStreams {
+  byToken: Map<string, Set<SseStream>>;
+  timer?: ReturnType<typeof setInterval>;
+}
+
+/** Process-wide, on globalThis: a dashboard action and /mcp may run in different bundles of this module. */
+const globalForTokenStreams = globalThis as unknown as { __mcpTaskServerTokenStreams?: TokenStreams };
+const registry: TokenStreams = (globalForTokenStreams.__mcpTaskServerTokenStreams ??= { byToken: new Map() });
+
+/** Ends the stream when its token is revoked or expires. */
+export function closeWhenTokenRevoked(stream: SseStream, tokenId: string): void {
+  if (stream.signal.aborted) return;
+  let streams = registry.byToken.get(tokenId);
+  if (!streams) registry.byToken.set(tokenId, (streams = new Set<SseStream>()));
+  streams.add(stream);
+  stream.signal.addEventListener('abort', () => forgetStream(stream, tokenId), { once: true });
+  registry.timer ??= startChecking();
+}
+
+/** Ends every open stream of a token this process has just revoked. */
+export function closeStreamsOfToken(tokenId: string): void {
+  for (const stream of [...(registry.byToken.get(tokenId) ?? [])]) stream.close();
+}
+
+function forgetStream(stream: SseStream, tokenId: string): void {
+  const streams = registry.byToken.get(tokenId);
+  streams?.delete(stream);
+  if (streams?.size === 0) registry.byToken.delete(tokenId);
+  if (registry.byToken.size === 0 && registry.timer) {
+    clearInterval(registry.timer);
+    registry.timer = undefined;
+  }
+}
+
+function startChecking(): ReturnType<typeof setInterval> {
+  const timer = setInterval(() => {
+    for (const tokenId of [...registry.byToken.keys()]) {
+      if (!isAccessTokenActive(tokenId)) closeStreamsOfToken(tokenId);
+    }
+  }, tokenRecheckMs);
+  timer.unref?.();
+  return timer;
+}

@@ -7,7 +7,7 @@ import { isTerminal } from '@/lib/tasks/states';
 import { randomBytes } from 'node:crypto';
 import { ErrorCode, RpcError } from './errors';
 import { isLoggedFor, logNotification } from './logging';
-import { canReceive, carryQuestions, inputRequestId, requestFor, sentOnGetStream, withdrawalFor, type RelatedTask } from './input-requests';
+import { canReceive, carryQuestions, inputRequestId, requestFor, sentOnGetStream, withdrawalFor, withdrawnByTasksCancel, type RelatedTask } from './input-requests';
 import {
   callToolParamsSchema,
   listParamsSchema,
@@ -252,7 +252,7 @@ class QuestionRelay {
         const id = inputRequestId(input.id, randomBytes(6).toString('base64url'));
         this.sent.set(input.id, id);
         this.ctx.send(requestFor(input, id, this.ctx.session, task.expiresAt, this.relatedTask));
-      } else if (sentId && !input.clientTaskId && !this.withdrawn.has(input.id) && input.answeredVia !== sentId) {
+      } else if (sentId && !input.clientTaskId && !this.withdrawn.has(input.id) && input.answeredVia !== sentId && !withdrawnByTasksCancel(this.ctx.session, input.kind)) {
         this.withdrawn.add(input.id);
         this.ctx.send(withdrawalFor(input, sentId, this.relatedTask));
       }

@@ -1,0 +1,90 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RawMcp, SseReader, type SseEvent } from '../helpers/mcp';
+import { createToken, startServer, type TestServer } from '../helpers/server';
+
+/** Short, so that a plain call's heartbeat (which carries the task's status) comes within a test. */
+const heartbeatMs = 500;
+
+let server: TestServer;
+let token: string;
+
+beforeAll(async () => {
+  server = await startServer({ CALL_HEARTBEAT_MS: String(heartbeatMs) });
+  token = createToken(server, 'protocol@example.com');
+});
+
+afterAll(async () => {
+  await server?.stop();
+});
+
+const relatedTaskKey = 'io.modelcontextprotocol/related-task';
+
+async function session(version = '2025-11-25', capabilities: Record<string, unknown> = {}): Promise<RawMcp> {
+  const mcp = new RawMcp(server.mcpUrl, token);
+  await mcp.initialize(version, capabilities);
+  return mcp;
+}
+
+/** Headers of a session of an older revision: its own MCP-Protocol-Version. */
+const versionHeader = (version: string) => ({ 'MCP-Protocol-Version': version });
+
+const taskRow = (taskId: string) =>
+  server.db().prepare('SELECT status, status_message, ttl_ms FROM tasks WHERE id = ?').get(taskId) as
+    | { status: string; status_message: string | null; ttl_ms: number }
+    | undefined;
+
+const latestTaskOfSession = (sessionId: string) =>
+  (server.db().prepare('SELECT id FROM tasks WHERE session_id = ? ORDER BY created_at DESC LIMIT 1').get(sessionId) as { id: string } | undefined)?.id;
+
+const inputsOfTask = (taskId: string) =>
+  server.db().prepare('SELECT status FROM task_inputs WHERE task_id = ?').all(taskId) as Array<{ status: string }>;
+
+/** Every message the server wrote to the session's streams, in order. */
+const sessionMessages = (sessionId: string) =>
+  (server.db().prepare('SELECT message FROM session_messages WHERE session_id = ? ORDER BY id').all(sessionId) as Array<{ message: string }>).map(
+    (row) => JSON.parse(row.message) as Record<string, any>,
+  );
+
+async function readAll(reader: SseReader): Promise<SseEvent[]> {
+  const events: SseEvent[] = [];
+  for (let event = await reader.next(); event; event = await reader.next()) events.push(event);
+  return events;
+}
+
+const messagesOf = (events: SseEvent[]) => events.filter((event) => event.data.trim() !== '').map((event) => JSON.parse(event.data));
+
+async function waitForTaskStatus(taskId: string, status: string) {
+  await expect.poll(() => taskRow(taskId)?.status, { timeout: 20_000 }).toBe(status);
+}
+
+describe('cancelling task-augmented requests', () => {
+  it('leaves the task of a task-augmented tools/call running when notifications/cancelled names that call', async () => {
+    const mcp = await session();
+    const reply = await mcp.post({ jsonrpc: '2.0', id: 'augmented', method: 'tools/call', params: { name: 'delay', arguments: { seconds: 60 }, task: {} } });
+    const taskId = (await reply.json()).result.task.taskId;
+    expect((await mcp.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'augmented' } })).status).toBe(202);
+    expect((await mcp.call('tasks/get', { taskId })).status).toBe('working');
+    expect((await mcp.call('tasks/cancel', { taskId })).status).toBe('cancelled');
+  });
+
+  it('withdraws a question it sent as a task-augmented request with tasks/cancel, never notifications/cancelled', async () => {
+    const mcp = await session('2025-11-25', { elicitation: {}, tasks: { cancel: {}, requests: { elicitation: { create: {} } } } });
+    const stream = await mcp.openGetStream();
+    await stream.next();
+    const { task } = await mcp.call('tools/call', { name: 'ask_human', arguments: { question: 'Withdrawn?' }, task: {} });
+    const question = await stream.nextMessageWhere((message) => message.method === 'elicitation/create');
+    expect(question.params.task.ttl).toBeGreaterThan(0);
+    // The task ends before the client said which task of its own took the question.
+    await mcp.call('tasks/cancel', { taskId: task.taskId });
+    expect(inputsOfTask(task.taskId)).toEqual([{ status: 'withdrawn' }]);
+    const cancelledNotifications = sessionMessages(mcp.sessionId!).filter((message) => message.method === 'notifications/cancelled');
+    expect(cancelledNotifications).toEqual([]);
+    // Once the client names its task, that task is cancelled the way tasks are.
+    const now = new Date().toISOString();
+    const clientTask = { taskId: 'client-task-withdrawn', status: 'working', createdAt: now, lastUpdatedAt: now, ttl: 60000 };
+    expect((await mcp.post({ jsonrpc: '2.0', id: question.id, result: { task: clientTask } })).status).toBe(202);
+    const cancel = await stream.nextMessageWhere((message) => message.method === 'tasks/cancel');
+    expect(cancel.params).toEqual({ taskId: 'client-task-withdrawn' });
+    await stream.close();
+  });
+});

@@ -134,7 +134,7 @@ async function callTool(rawParams: unknown, ctx: RequestContext): Promise<Record
 /**
  * Carries the task of a plain call on the call's stream until it ends: its progress (with the client's
  * progressToken, and a heartbeat when the tool is quiet), its questions, and then exactly what
- * tasks/result would return.
+ * tasks/result would return. Nothing on the stream names the task: the client asked for none.
  */
 export async function followCallTask(ctx: RequestContext, taskId: string, progressToken: string | number | undefined): Promise<Record<string, unknown>> {
   const questions = new QuestionRelay(ctx, taskId, 'unnamed');
@@ -157,7 +157,7 @@ export async function followCallTask(ctx: RequestContext, taskId: string, progre
     );
     questions.sync(row);
     progress?.sync(row);
-    return taskResultPayload(row);
+    return taskResultPayload(row, false);
   } catch (error) {
     throw taskErrorToRpc(error, 'Failed to follow the task of this call');
   } finally {

@@ -88,3 +88,27 @@ describe('cancelling task-augmented requests', () => {
     await stream.close();
   });
 });
+
+describe('a plain call names no task', () => {
+  it.each(['2025-11-25', '2025-06-18', '2025-03-26'])('in a %s session: neither its progress, logs nor response carry related-task _meta', async (version) => {
+    const mcp = await session(version);
+    const response = await mcp.post(
+      { jsonrpc: '2.0', id: 'plain', method: 'tools/call', params: { name: 'delay', arguments: { seconds: 1.2 }, _meta: { progressToken: 'p' } } },
+      versionHeader(version),
+    );
+    const messages = messagesOf(await readAll(new SseReader(response)));
+    expect(messages.filter((message) => message.method === 'notifications/progress').length).toBeGreaterThan(0);
+    const final = messages.at(-1);
+    expect(final).toMatchObject({ id: 'plain', result: { content: [{ type: 'text', text: 'Waited 1.2 s.' }] } });
+    expect(JSON.stringify(messages)).not.toContain(relatedTaskKey);
+    // The call is a task all the same, in the dashboard.
+    expect(taskRow(latestTaskOfSession(mcp.sessionId!)!)?.status).toBe('completed');
+  });
+
+  it('still names the task in tasks/result of a task-augmented call', async () => {
+    const mcp = await session();
+    const task = await mcp.startDelayTask(0);
+    const result = await mcp.call('tasks/result', { taskId: task.taskId });
+    expect(result._meta[relatedTaskKey]).toEqual({ taskId: task.taskId });
+  });
+});

@@ -112,3 +112,65 @@ describe('a plain call names no task', () => {
     expect(result._meta[relatedTaskKey]).toEqual({ taskId: task.taskId });
   });
 });
+
+describe('2025-03-26 batches', () => {
+  const batchHeaders = versionHeader('2025-03-26');
+
+  it("takes a client's answer sent inside a batch", async () => {
+    const mcp = await session('2025-03-26', { sampling: {} });
+    const call = new SseReader(
+      await mcp.post({ jsonrpc: '2.0', id: 'sum', method: 'tools/call', params: { name: 'summarize', arguments: { text: 'A long text.' } } }, batchHeaders),
+    );
+    const question = await call.nextMessageWhere((message) => message.method === 'sampling/createMessage');
+    const answer = { role: 'assistant', content: { type: 'text', text: 'Short.' }, model: 'test-model', stopReason: 'endTurn' };
+    const batch = await mcp.post(
+      [
+        { jsonrpc: '2.0', id: question.id, result: answer },
+        { jsonrpc: '2.0', id: 'p', method: 'ping' },
+      ],
+      batchHeaders,
+    );
+    expect(batch.status).toBe(200);
+    expect(await batch.json()).toEqual([{ jsonrpc: '2.0', id: 'p', result: {} }]);
+    const final = await call.nextMessageWhere((message) => message.id === 'sum');
+    expect(final.result.structuredContent).toEqual({ summary: 'Short.', model: 'test-model' });
+  });
+
+  it("sends a plain call's questions on the batch's stream, then every response", async () => {
+    const mcp = await session('2025-03-26', { elicitation: {} });
+    const response = await mcp.post(
+      [
+        { jsonrpc: '2.0', id: 'ask', method: 'tools/call', params: { name: 'ask_human', arguments: { question: 'Batched?' } } },
+        { jsonrpc: '2.0', id: 'p', method: 'ping' },
+      ],
+      batchHeaders,
+      AbortSignal.timeout(15_000),
+    );
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const reader = new SseReader(response);
+    const question = await reader.nextMessageWhere((message) => message.method === 'elicitation/create');
+    expect(question.params.message).toBe('Batched?');
+    expect(question.params._meta?.[relatedTaskKey]).toBeUndefined();
+    expect((await mcp.post({ jsonrpc: '2.0', id: question.id, result: { action: 'accept', content: { answer: 'yes' } } }, batchHeaders)).status).toBe(202);
+    const rest = messagesOf(await readAll(reader));
+    const responses = rest.flatMap((message) => (Array.isArray(message) ? message : [message])).filter((message) => !('method' in message));
+    expect(responses).toEqual(
+      expect.arrayContaining([
+        { jsonrpc: '2.0', id: 'p', result: {} },
+        expect.objectContaining({ jsonrpc: '2.0', id: 'ask', result: expect.objectContaining({ content: [{ type: 'text', text: 'Answer (given in the MCP client): yes' }] }) }),
+      ]),
+    );
+    expect(responses).toHaveLength(2);
+  });
+
+  it('answers a member it cannot read with "id": null', async () => {
+    const mcp = await session('2025-03-26');
+    const response = await mcp.post([{ jsonrpc: '2.0', id: 'a', method: 'ping' }, { nonsense: true }, 42], batchHeaders);
+    expect(await response.json()).toEqual([
+      { jsonrpc: '2.0', id: 'a', result: {} },
+      { jsonrpc: '2.0', id: null, error: { code: -32600, message: expect.stringMatching(/^Invalid Request/) } },
+      { jsonrpc: '2.0', id: null, error: { code: -32600, message: expect.stringMatching(/^Invalid Request/) } },
+    ]);
+  });
+});

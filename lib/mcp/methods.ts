@@ -235,6 +235,7 @@ const heartbeatStep = (total: number | undefined) => (total ?? 1) * 1e-6;
 class QuestionRelay {
   private readonly sent = new Map<string, string>();
   private readonly withdrawn = new Set<string>();
+  private readonly toldWhereToAnswer = new Set<string>();
 
   constructor(
     private readonly ctx: RequestContext,
@@ -246,9 +247,13 @@ class QuestionRelay {
     for (const input of this.ctx.engine.inputs.listForTask(this.taskId)) {
       const sentId = this.sent.get(input.id);
       if (input.status === 'pending') {
+        if (!canReceive(this.ctx.session, input.kind)) {
+          this.tellWhereToAnswer(input.id, task);
+          continue;
+        }
         // A client already answering through a task of its own, or asked on its open GET stream, is
         // not asked again.
-        if (sentId || input.clientTaskId || !canReceive(this.ctx.session, input.kind) || sentOnGetStream(this.ctx.session.id, input.id)) continue;
+        if (sentId || input.clientTaskId || sentOnGetStream(this.ctx.session.id, input.id)) continue;
         const id = inputRequestId(input.id, randomBytes(6).toString('base64url'));
         this.sent.set(input.id, id);
         this.ctx.send(requestFor(input, id, this.ctx.session, task.expiresAt, this.relatedTask));
@@ -257,6 +262,17 @@ class QuestionRelay {
         this.ctx.send(withdrawalFor(input, sentId, this.relatedTask));
       }
     }
+  }
+
+  /**
+   * A plain call's client that cannot be asked would otherwise see nothing but keep-alives (it may have
+   * sent no progressToken for the heartbeats): a log message tells it, once per question, what the
+   * task's status says, where the person can answer. A task's client reads the status with tasks/get.
+   */
+  private tellWhereToAnswer(inputId: string, task: TaskRow): void {
+    if (this.relatedTask === 'named' || this.toldWhereToAnswer.has(inputId) || !task.statusMessage) return;
+    this.toldWhereToAnswer.add(inputId);
+    if (isLoggedFor(this.ctx.session.id, 'notice')) this.ctx.send(logNotification('notice', task.statusMessage, 'mcp-task-server'));
   }
 }
 

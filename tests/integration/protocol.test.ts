@@ -174,3 +174,46 @@ describe('2025-03-26 batches', () => {
     ]);
   });
 });
+
+describe('a question no client can be asked', () => {
+  const dashboardLink = (taskId: string) => `${server.url}/tasks/${taskId}`;
+
+  it('says in the status message where to answer it', async () => {
+    const mcp = await session();
+    const { task } = await mcp.call('tools/call', { name: 'ask_human', arguments: { question: 'Anyone?' }, task: {} });
+    await waitForTaskStatus(task.taskId, 'input_required');
+    const status = await mcp.call('tasks/get', { taskId: task.taskId });
+    expect(status.statusMessage).toContain('Anyone?');
+    expect(status.statusMessage).toContain(dashboardLink(task.taskId));
+    await mcp.call('tasks/cancel', { taskId: task.taskId });
+  });
+
+  it('tells a plain call of a client without elicitation, with or without a progressToken', async () => {
+    const mcp = await session();
+    const withToken = new SseReader(
+      await mcp.post({ jsonrpc: '2.0', id: 'asks', method: 'tools/call', params: { name: 'ask_human', arguments: { question: 'Where?' }, _meta: { progressToken: 7 } } }),
+    );
+    const seen: Array<Record<string, any>> = [];
+    const isHeartbeat = (message: Record<string, any>) => message.method === 'notifications/progress' && /dashboard/.test(message.params.message ?? '');
+    await withToken.nextMessageWhere((message) => {
+      seen.push(message);
+      return seen.some(isHeartbeat) && seen.some((earlier) => earlier.method === 'notifications/message');
+    });
+    const taskId = latestTaskOfSession(mcp.sessionId!)!;
+    expect(seen.find(isHeartbeat)!.params.message).toContain(dashboardLink(taskId));
+    const notices = seen.filter((message) => message.method === 'notifications/message');
+    expect(notices).toHaveLength(1);
+    const notice = notices[0];
+    expect(notice.params.level).toBe('notice');
+    expect(JSON.stringify(notice.params.data)).toContain(dashboardLink(taskId));
+    await withToken.close();
+    await mcp.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'asks' } });
+
+    const quiet = new SseReader(await mcp.post({ jsonrpc: '2.0', id: 'quiet', method: 'tools/call', params: { name: 'ask_human', arguments: { question: 'Silent?' } } }));
+    const told = await quiet.nextMessageWhere((message) => message.method === 'notifications/message');
+    const quietTaskId = latestTaskOfSession(mcp.sessionId!)!;
+    expect(JSON.stringify(told.params.data)).toContain(dashboardLink(quietTaskId));
+    await quiet.close();
+    await mcp.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'quiet' } });
+  });
+});

@@ -26,6 +26,7 @@ import {
   nestsDeeperThan,
   parseParams,
   supportedProtocolVersions,
+  tasksProtocolVersion,
   type IncomingMessage,
   type JsonRpcNotification,
   type JsonRpcRequest,
@@ -423,13 +424,21 @@ function initialize(message: JsonRpcRequest, ctx: McpContext, userId: string, fa
         protocolVersion,
         capabilities: serverCapabilities(protocolVersion),
         serverInfo: { name: 'mcp-task-server', title: 'MCP Task Server', version: ctx.serverVersion },
-        instructions:
-          'Long-running tools run as tasks: call them with "task": {}, poll tasks/get, and fetch the outcome with tasks/result. ' +
-          'A plain call works too: it waits for the result, streaming progress and questions, and its task shows in the dashboard.',
+        instructions: instructionsFor(protocolVersion),
       },
     },
     200,
     { 'Mcp-Session-Id': session.id },
+  );
+}
+
+/** What initialize tells a client: how to start tasks only to a protocol version that has them. */
+function instructionsFor(protocolVersion: string): string {
+  const plainCall = 'it waits for the result, streaming progress and questions, and the work shows in the dashboard.';
+  if (protocolVersion !== tasksProtocolVersion) return `Long-running tools run on the server while a call waits: ${plainCall}`;
+  return (
+    'Long-running tools run as tasks: call them with "task": {}, poll tasks/get, and fetch the outcome with tasks/result. ' +
+    `A plain call works too: ${plainCall}`
   );
 }
 

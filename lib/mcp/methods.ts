@@ -294,7 +294,7 @@ const methods: Record<string, { handler: MethodHandler; needsTasks?: boolean }> 
   ping: { handler: async () => ({}) },
 
   'tools/list': {
-    handler: async (_params, ctx) => ({ tools: visibleTools(ctx.session).map(describeTool) }),
+    handler: async (_params, ctx) => ({ tools: visibleTools(ctx.session).map((tool) => describeTool(tool, hasTasks(ctx.session))) }),
   },
 
   'tools/call': { handler: callTool },

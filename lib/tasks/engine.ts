@@ -125,7 +125,8 @@ export class TaskEngine {
   /** Commits the task, starts its work, and returns the committed row. */
   createTask(input: NewTask): TaskRow {
     const now = Date.now();
-    const requested = input.requestedTtlMs ?? this.config.defaultTtlMs;
+    const requested =
+      input.requestedTtlMs ?? this.config.defaultTtlMs + (input.callRequestId !== undefined ? (input.tool.maxRunMs ?? 0) : 0);
     // The receiver may override the requested ttl: work that waits for a person gets the time it needs.
     const wanted = Math.max(requested, input.tool.minTtlMs ?? 0);
     const ttlMs = Math.round(Math.max(minTtlMs, Math.min(wanted, this.config.maxTtlMs)));

@@ -217,3 +217,39 @@ describe('a question no client can be asked', () => {
     await mcp.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'quiet' } });
   });
 });
+
+describe('tasks and older protocol versions', () => {
+  it("gives a plain call a ttl that outlasts the longest run its tool accepts", async () => {
+    const mcp = await session();
+    const call = new SseReader(await mcp.post({ jsonrpc: '2.0', id: 'hour', method: 'tools/call', params: { name: 'delay', arguments: { seconds: 3600 } } }));
+    await call.next();
+    const taskId = latestTaskOfSession(mcp.sessionId!)!;
+    // An hour of waiting, then an hour to collect the result.
+    expect(taskRow(taskId)!.ttl_ms).toBeGreaterThanOrEqual(2 * 3_600_000);
+    await mcp.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'hour' } });
+    await call.close();
+    await waitForTaskStatus(taskId, 'cancelled');
+  });
+
+  it.each(['2025-06-18', '2025-03-26'])('tells a %s session nothing of tasks: no execution.taskSupport, no "task" in instructions or descriptions', async (version) => {
+    const mcp = new RawMcp(server.mcpUrl, token);
+    const initialized = await mcp.initialize(version);
+    expect(initialized.capabilities.tasks).toBeUndefined();
+    expect(initialized.instructions ?? '').not.toMatch(/"task"|tasks\/|as a task/);
+    const reply = await mcp.request('tools/list', undefined, versionHeader(version));
+    const tools = reply.body.result.tools as Array<Record<string, any>>;
+    expect(tools.length).toBeGreaterThan(0);
+    for (const tool of tools) {
+      expect(tool.execution).toBeUndefined();
+      expect(tool.description).not.toMatch(/as a task|"task"/);
+    }
+  });
+
+  it('still describes task support to a 2025-11-25 session', async () => {
+    const mcp = new RawMcp(server.mcpUrl, token);
+    const initialized = await mcp.initialize();
+    expect(initialized.instructions).toMatch(/"task"/);
+    const { tools } = await mcp.call('tools/list');
+    expect(tools.find((tool: any) => tool.name === 'delay').execution).toEqual({ taskSupport: 'optional' });
+  });
+});

@@ -253,3 +253,73 @@ describe('tasks and older protocol versions', () => {
     expect(tools.find((tool: any) => tool.name === 'delay').execution).toEqual({ taskSupport: 'optional' });
   });
 });
+
+describe('limits at the endpoint', () => {
+  const nested = (depth: number) => {
+    let value: unknown = 'leaf';
+    for (let level = 1; level < depth; level += 1) value = { v: value };
+    return value;
+  };
+
+  it('refuses a message nested 65 levels deep with -32600, and takes one of 64', async () => {
+    const mcp = await session();
+    // The message is level 1, params level 2, arguments level 3; `nested(n)` adds n - 1 more.
+    const call = (depth: number) => ({ jsonrpc: '2.0', id: depth, method: 'tools/call', params: { name: 'echo', arguments: { text: 'x', extra: nested(depth - 2) } } });
+    const tooDeep = await mcp.post(call(65));
+    expect(tooDeep.status).toBe(400);
+    expect((await tooDeep.json()).error).toMatchObject({ code: -32600, message: expect.stringContaining('nests deeper than 64 levels') });
+    const deepest = await mcp.post(call(64));
+    expect(deepest.status).toBe(200);
+    expect((await deepest.json()).result.content).toEqual([{ type: 'text', text: 'x' }]);
+  });
+
+  it('refuses an initialize whose protocolVersion is over 64 characters, creating no session', async () => {
+    const mcp = new RawMcp(server.mcpUrl, token);
+    const sessions = () => (server.db().prepare('SELECT count(*) AS n FROM mcp_sessions').get() as { n: number }).n;
+    const before = sessions();
+    const refused = await mcp.request('initialize', { protocolVersion: '2'.repeat(65), capabilities: {}, clientInfo: { name: 'x', version: '1' } });
+    expect(refused.body.error).toMatchObject({ code: -32602, message: expect.stringContaining('protocolVersion') });
+    expect(refused.headers.get('mcp-session-id')).toBeNull();
+    expect(sessions()).toBe(before);
+    const longest = await mcp.request('initialize', { protocolVersion: '2'.repeat(64), capabilities: {}, clientInfo: { name: 'x', version: '1' } });
+    expect(longest.body.result.protocolVersion).toBe('2025-11-25');
+  });
+
+  const fields = (count: number) => Object.fromEntries(Array.from({ length: count }, (_, index) => [`f${index}`, { type: 'string' }]));
+  const options = (count: number) => Array.from({ length: count }, (_, index) => `option ${index}`);
+
+  it.each([
+    ['51 fields', { question: 'Too many fields?', fields: fields(51) }, 'at most 50 fields'],
+    ['101 choices', { question: 'Too many choices?', choices: options(101) }, 'choices'],
+    ['a choice of 501 characters', { question: 'Too long a choice?', choices: ['c'.repeat(501)] }, 'choices.0'],
+  ])('ask_human refuses %s at the call, asking nothing', async (_name, args, reason) => {
+    const mcp = await session('2025-11-25', { elicitation: {} });
+    const result = await mcp.call('tools/call', { name: 'ask_human', arguments: args });
+    expect(result.isError).toBe(true);
+    expect(result.content[0].text).toContain('Invalid arguments for tool ask_human');
+    expect(result.content[0].text).toContain(reason);
+    const taskId = latestTaskOfSession(mcp.sessionId!)!;
+    expect(taskRow(taskId)?.status).toBe('failed');
+    expect(inputsOfTask(taskId)).toEqual([]);
+  });
+
+  it.each([
+    ['50 fields', { question: 'Fifty fields?', fields: fields(50) }],
+    ['100 choices', { question: 'A hundred choices?', choices: options(100) }],
+  ])('ask_human asks a question of %s', async (_name, args) => {
+    const mcp = await session();
+    const { task } = await mcp.call('tools/call', { name: 'ask_human', arguments: args, task: {} });
+    await waitForTaskStatus(task.taskId, 'input_required');
+    expect(inputsOfTask(task.taskId)).toEqual([{ status: 'pending' }]);
+    await mcp.call('tasks/cancel', { taskId: task.taskId });
+  });
+
+  it('ask_human refuses a field of 101 options as it asks, with -32602', async () => {
+    const mcp = await session();
+    const args = { question: 'A long list?', fields: { pick: { type: 'string', enum: options(101) } } };
+    const { task } = await mcp.call('tools/call', { name: 'ask_human', arguments: args, task: {} });
+    const outcome = await mcp.request('tasks/result', { taskId: task.taskId });
+    expect(outcome.body.error).toMatchObject({ code: -32602, message: expect.stringContaining('Invalid elicitation') });
+    expect(inputsOfTask(task.taskId)).toEqual([]);
+  });
+});

@@ -36,6 +36,7 @@ export function getRuntime(): Runtime {
       cursorSecret: getServerSecret(),
       maxActivePerUser: env.TASK_MAX_ACTIVE_PER_USER,
       maxStoredPerUser: env.TASK_MAX_STORED_PER_USER,
+      appUrl: env.APP_URL,
     },
     bus,
   );

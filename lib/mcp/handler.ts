@@ -26,6 +26,7 @@ import {
   nestsDeeperThan,
   parseParams,
   supportedProtocolVersions,
+  tasksProtocolVersion,
   type IncomingMessage,
   type JsonRpcNotification,
   type JsonRpcRequest,
@@ -36,7 +37,7 @@ import { followClientTask } from './client-task-poller';
 import { canCancelTasks, clientLabel, parseInputRequestId } from './input-requests';
 import { getRateLimits } from './rate-limit';
 import { summarizeMessage, type RequestFacts } from './request-facts';
-import type { SseStream } from './sse';
+import { SseStream } from './sse';
 import { taskIdOfCallStream, type ResumeTarget, type SessionStreams } from './session-streams';
 import { closeWhenTokenRevoked } from './token-streams';
 
@@ -279,7 +280,9 @@ function receiveNotification(message: JsonRpcNotification, ctx: McpContext, sess
 
 /**
  * Batches exist only in 2025-03-26, whose servers must accept them; later revisions removed them. The
- * requests of a batch are answered together as one JSON array.
+ * requests of a batch are answered together as one JSON array; once a member must send messages first
+ * (a plain call's progress and questions), the answer becomes an SSE stream that carries them and then
+ * each response as it is ready. That stream cannot be resumed: clients of 2025-03-26 need not resume.
  */
 async function handleBatch(request: McpHttpRequest, messages: unknown[], ctx: McpContext, caller: Caller, facts: RequestFacts): Promise<McpReply> {
   const session = requireSession(request, caller.userId, facts);
@@ -290,40 +293,99 @@ async function handleBatch(request: McpHttpRequest, messages: unknown[], ctx: Mc
   if (messages.length > maxBatchMessages) {
     throw new RpcError(ErrorCode.InvalidRequest, `Invalid Request: a batch may hold at most ${maxBatchMessages} messages; it has ${messages.length}`);
   }
-  const replies = await Promise.all(
-    messages.map(async (value) => {
-      let incoming: IncomingMessage;
-      try {
-        incoming = classifyMessage(value);
-      } catch (error) {
-        return rpcErrorBody(null, toErrorObject(error, 'batch'));
-      }
-      if (incoming.kind === 'notification') receiveNotification(incoming.message, ctx, session);
-      if (incoming.kind !== 'request') return null;
-      if (incoming.message.method === 'initialize') {
-        return rpcErrorBody(incoming.message.id, { code: ErrorCode.InvalidRequest, message: 'Invalid Request: initialize must not be part of a batch' });
-      }
-      const { id, method, params } = incoming.message;
-      const requestContext: RequestContext = {
-        engine: ctx.engine,
-        session,
-        userId: caller.userId,
-        requestId: id,
-        signal: request.signal,
-        heartbeatMs: ctx.heartbeatMs,
-        send: () => {},
-        openStream: () => {},
-        isStreamRead: () => false,
-      };
-      try {
-        return { jsonrpc: '2.0', id, result: await dispatch(method, params, requestContext) };
-      } catch (error) {
-        return rpcErrorBody(id, toErrorObject(error, method));
-      }
+  let stream: SseStream | undefined;
+  let markStreamed = () => {};
+  const streamed = new Promise<'streamed'>((resolve) => (markStreamed = () => resolve('streamed')));
+  const openStream = () => {
+    if (stream) return;
+    stream = new SseStream(ctx.heartbeatMs);
+    takeMcpStreamPlace(caller.userId, 'allow').holdUntilEnd(stream);
+    closeWhenTokenRevoked(stream, caller.tokenId);
+    markStreamed();
+  };
+  const batchStream: BatchStream = {
+    open: openStream,
+    send: (message) => stream?.send(message),
+    isOpen: () => stream !== undefined && !stream.closed,
+  };
+  const replies = messages.map((value) => answerBatchMember(value, request, ctx, session, caller, batchStream));
+  const first = await Promise.race([Promise.all(replies), streamed]);
+  if (first !== 'streamed') {
+    const responses = first.filter((reply) => reply !== null);
+    return responses.length > 0 ? jsonReply(responses) : emptyReply(202);
+  }
+  const opened = stream!;
+  void Promise.all(
+    replies.map(async (pending) => {
+      const reply = await pending;
+      if (reply) opened.send(reply);
     }),
-  );
-  const responses = replies.filter((reply) => reply !== null);
-  return responses.length > 0 ? jsonReply(responses) : emptyReply(202);
+  ).then(() => opened.close());
+  return streamReply(opened);
+}
+
+/** The SSE stream a batch's answer becomes, opened by the first member that must send a message. */
+interface BatchStream {
+  open(): void;
+  send(message: Record<string, unknown>): void;
+  isOpen(): boolean;
+}
+
+/**
+ * One member of a batch: a request's response (null for one the client cancelled), an error for a
+ * member that is no JSON-RPC message (with "id": null, as JSON-RPC asks when the id cannot be read), or
+ * null for a notification or a response taken.
+ */
+async function answerBatchMember(
+  value: unknown,
+  request: McpHttpRequest,
+  ctx: McpContext,
+  session: McpSession,
+  caller: Caller,
+  stream: BatchStream,
+): Promise<Record<string, unknown> | null> {
+  let incoming: IncomingMessage;
+  try {
+    incoming = classifyMessage(value);
+  } catch (error) {
+    return { ...rpcErrorBody(null, toErrorObject(error, 'batch')), id: null };
+  }
+  if (incoming.kind === 'notification') {
+    receiveNotification(incoming.message, ctx, session);
+    return null;
+  }
+  if (incoming.kind === 'response') {
+    const taken = receiveResponse(incoming.message, ctx, session, caller);
+    return 'json' in taken && taken.json ? { ...(taken.json as Record<string, unknown>), id: null } : null;
+  }
+  const { id, method, params } = incoming.message;
+  if (method === 'initialize') {
+    return rpcErrorBody(id, { code: ErrorCode.InvalidRequest, message: 'Invalid Request: initialize must not be part of a batch' });
+  }
+  const cancel = new AbortController();
+  const key = inFlightKey(session.id, id);
+  inFlight.set(key, cancel);
+  const requestContext: RequestContext = {
+    engine: ctx.engine,
+    session,
+    userId: caller.userId,
+    requestId: id,
+    signal: AbortSignal.any([cancel.signal, request.signal]),
+    heartbeatMs: ctx.heartbeatMs,
+    send: (outgoing) => {
+      stream.open();
+      stream.send(outgoing);
+    },
+    openStream: stream.open,
+    isStreamRead: stream.isOpen,
+  };
+  try {
+    return { jsonrpc: '2.0', id, result: await dispatch(method, params, requestContext) };
+  } catch (error) {
+    return cancel.signal.aborted ? null : rpcErrorBody(id, toErrorObject(error, method));
+  } finally {
+    inFlight.delete(key);
+  }
 }
 
 function initialize(message: JsonRpcRequest, ctx: McpContext, userId: string, facts: RequestFacts): McpReply {
@@ -362,13 +424,21 @@ function initialize(message: JsonRpcRequest, ctx: McpContext, userId: string, fa
         protocolVersion,
         capabilities: serverCapabilities(protocolVersion),
         serverInfo: { name: 'mcp-task-server', title: 'MCP Task Server', version: ctx.serverVersion },
-        instructions:
-          'Long-running tools run as tasks: call them with "task": {}, poll tasks/get, and fetch the outcome with tasks/result. ' +
-          'A plain call works too: it waits for the result, streaming progress and questions, and its task shows in the dashboard.',
+        instructions: instructionsFor(protocolVersion),
       },
     },
     200,
     { 'Mcp-Session-Id': session.id },
+  );
+}
+
+/** What initialize tells a client: how to start tasks only to a protocol version that has them. */
+function instructionsFor(protocolVersion: string): string {
+  const plainCall = 'it waits for the result, streaming progress and questions, and the work shows in the dashboard.';
+  if (protocolVersion !== tasksProtocolVersion) return `Long-running tools run on the server while a call waits: ${plainCall}`;
+  return (
+    'Long-running tools run as tasks: call them with "task": {}, poll tasks/get, and fetch the outcome with tasks/result. ' +
+    `A plain call works too: ${plainCall}`
   );
 }
 

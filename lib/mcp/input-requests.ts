@@ -117,6 +117,16 @@ export function requestFor(
   };
 }
 
+/**
+ * Whether this session's copies of such a question are withdrawn with tasks/cancel instead of
+ * notifications/cancelled: they were sent task-augmented, and the cancellation utility reserves the
+ * notification for plain requests. The client's task is cancelled once it names it (its
+ * CreateTaskResult), and only if it declared tasks.cancel.
+ */
+export function withdrawnByTasksCancel(session: Pick<McpSession, 'clientCapabilities'>, kind: TaskInputRow['kind']): boolean {
+  return acceptsAsTask(session, kind);
+}
+
 /** Withdraws a copy that was not the one answered. */
 export function withdrawalFor(input: TaskInputRow, id: string, relatedTask: RelatedTask = 'named') {
   const reason =

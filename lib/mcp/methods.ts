@@ -7,7 +7,7 @@ import { isTerminal } from '@/lib/tasks/states';
 import { randomBytes } from 'node:crypto';
 import { ErrorCode, RpcError } from './errors';
 import { isLoggedFor, logNotification } from './logging';
-import { canReceive, carryQuestions, inputRequestId, requestFor, sentOnGetStream, withdrawalFor, type RelatedTask } from './input-requests';
+import { canReceive, carryQuestions, inputRequestId, requestFor, sentOnGetStream, withdrawalFor, withdrawnByTasksCancel, type RelatedTask } from './input-requests';
 import {
   callToolParamsSchema,
   listParamsSchema,
@@ -134,7 +134,7 @@ async function callTool(rawParams: unknown, ctx: RequestContext): Promise<Record
 /**
  * Carries the task of a plain call on the call's stream until it ends: its progress (with the client's
  * progressToken, and a heartbeat when the tool is quiet), its questions, and then exactly what
- * tasks/result would return.
+ * tasks/result would return. Nothing on the stream names the task: the client asked for none.
  */
 export async function followCallTask(ctx: RequestContext, taskId: string, progressToken: string | number | undefined): Promise<Record<string, unknown>> {
   const questions = new QuestionRelay(ctx, taskId, 'unnamed');
@@ -157,7 +157,7 @@ export async function followCallTask(ctx: RequestContext, taskId: string, progre
     );
     questions.sync(row);
     progress?.sync(row);
-    return taskResultPayload(row);
+    return taskResultPayload(row, false);
   } catch (error) {
     throw taskErrorToRpc(error, 'Failed to follow the task of this call');
   } finally {
@@ -235,6 +235,7 @@ const heartbeatStep = (total: number | undefined) => (total ?? 1) * 1e-6;
 class QuestionRelay {
   private readonly sent = new Map<string, string>();
   private readonly withdrawn = new Set<string>();
+  private readonly toldWhereToAnswer = new Set<string>();
 
   constructor(
     private readonly ctx: RequestContext,
@@ -246,17 +247,32 @@ class QuestionRelay {
     for (const input of this.ctx.engine.inputs.listForTask(this.taskId)) {
       const sentId = this.sent.get(input.id);
       if (input.status === 'pending') {
+        if (!canReceive(this.ctx.session, input.kind)) {
+          this.tellWhereToAnswer(input.id, task);
+          continue;
+        }
         // A client already answering through a task of its own, or asked on its open GET stream, is
         // not asked again.
-        if (sentId || input.clientTaskId || !canReceive(this.ctx.session, input.kind) || sentOnGetStream(this.ctx.session.id, input.id)) continue;
+        if (sentId || input.clientTaskId || sentOnGetStream(this.ctx.session.id, input.id)) continue;
         const id = inputRequestId(input.id, randomBytes(6).toString('base64url'));
         this.sent.set(input.id, id);
         this.ctx.send(requestFor(input, id, this.ctx.session, task.expiresAt, this.relatedTask));
-      } else if (sentId && !input.clientTaskId && !this.withdrawn.has(input.id) && input.answeredVia !== sentId) {
+      } else if (sentId && !input.clientTaskId && !this.withdrawn.has(input.id) && input.answeredVia !== sentId && !withdrawnByTasksCancel(this.ctx.session, input.kind)) {
         this.withdrawn.add(input.id);
         this.ctx.send(withdrawalFor(input, sentId, this.relatedTask));
       }
     }
+  }
+
+  /**
+   * A plain call's client that cannot be asked would otherwise see nothing but keep-alives (it may have
+   * sent no progressToken for the heartbeats): a log message tells it, once per question, what the
+   * task's status says, where the person can answer. A task's client reads the status with tasks/get.
+   */
+  private tellWhereToAnswer(inputId: string, task: TaskRow): void {
+    if (this.relatedTask === 'named' || this.toldWhereToAnswer.has(inputId) || !task.statusMessage) return;
+    this.toldWhereToAnswer.add(inputId);
+    if (isLoggedFor(this.ctx.session.id, 'notice')) this.ctx.send(logNotification('notice', task.statusMessage, 'mcp-task-server'));
   }
 }
 
@@ -278,7 +294,7 @@ const methods: Record<string, { handler: MethodHandler; needsTasks?: boolean }> 
   ping: { handler: async () => ({}) },
 
   'tools/list': {
-    handler: async (_params, ctx) => ({ tools: visibleTools(ctx.session).map(describeTool) }),
+    handler: async (_params, ctx) => ({ tools: visibleTools(ctx.session).map((tool) => describeTool(tool, hasTasks(ctx.session))) }),
   },
 
   'tools/call': { handler: callTool },

@@ -4,7 +4,7 @@ import type { TaskInputRow } from '@/lib/tasks/inputs';
 import { listPendingTaskInputsBySessionId } from '@/db/queries/inputs';
 import { ClientRequests } from './client-requests';
 import { clientTaskVia } from './client-task-poller';
-import { canCancelTasks, canReceive, inputRequestId, markSentOnGetStream, questionsCarried, requestFor, sentOnGetStream, withdrawalFor } from './input-requests';
+import { canCancelTasks, canReceive, inputRequestId, markSentOnGetStream, questionsCarried, requestFor, sentOnGetStream, withdrawalFor, withdrawnByTasksCancel } from './input-requests';
 import {
   appendSessionMessage,
   getMcpSessionById,
@@ -230,6 +230,7 @@ export class SessionStreams {
       return;
     }
     markSentOnGetStream(session.id, input.id, false);
+    if (withdrawnByTasksCancel(session, input.kind)) return;
     for (const id of listSessionRequestIdsWithPrefix(session.id, inputRequestId(input.id, ''))) {
       if (input.answeredVia !== id) this.deliver(session.id, withdrawalFor(input, id));
     }

@@ -21,11 +21,14 @@ export const relatedTaskMeta = (taskId: string) => ({ [relatedTaskKey]: { taskId
 
 /**
  * What tasks/result returns for a terminal task: exactly what tools/call would have returned, with the
- * related-task _meta on a result; a stored JSON-RPC error is thrown to be returned verbatim.
+ * related-task _meta on a result; a stored JSON-RPC error is thrown to be returned verbatim. A plain
+ * call's response gets no related-task _meta (`nameTask` false): its client made no task and, before
+ * 2025-11-25, could not even query one.
  */
-export function taskResultPayload(row: TaskRow): Record<string, unknown> {
+export function taskResultPayload(row: TaskRow, nameTask = true): Record<string, unknown> {
   if (row.error) throw new RpcError(row.error.code, row.error.message, row.error.data);
   if (row.result) {
+    if (!nameTask) return row.result;
     const result = row.result as { _meta?: Record<string, unknown> };
     return { ...result, _meta: { ...result._meta, ...relatedTaskMeta(row.id) } };
   }

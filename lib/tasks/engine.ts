@@ -49,6 +49,8 @@ export interface EngineConfig {
   maxActivePerUser: number;
   /** Stored tasks per user, ended ones included: what bounds the database, whatever the ttl. */
   maxStoredPerUser: number;
+  /** The public URL of the dashboard, where a task's questions can be answered. */
+  appUrl: string;
 }
 
 /** How often a running task's progress is written; every report is published on the bus at once. */
@@ -117,13 +119,14 @@ export class TaskEngine {
     private readonly config: EngineConfig,
     readonly bus: EventBus,
   ) {
-    this.inputs = new TaskInputs(bus);
+    this.inputs = new TaskInputs(bus, (taskId) => `${config.appUrl}/tasks/${taskId}`);
   }
 
   /** Commits the task, starts its work, and returns the committed row. */
   createTask(input: NewTask): TaskRow {
     const now = Date.now();
-    const requested = input.requestedTtlMs ?? this.config.defaultTtlMs;
+    const requested =
+      input.requestedTtlMs ?? this.config.defaultTtlMs + (input.callRequestId !== undefined ? (input.tool.maxRunMs ?? 0) : 0);
     // The receiver may override the requested ttl: work that waits for a person gets the time it needs.
     const wanted = Math.max(requested, input.tool.minTtlMs ?? 0);
     const ttlMs = Math.round(Math.max(minTtlMs, Math.min(wanted, this.config.maxTtlMs)));

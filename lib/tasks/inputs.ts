@@ -33,15 +33,23 @@ export type AnswerOutcome =
  * is first; every change is published so the streams and dashboards that show a question can withdraw it.
  */
 export class TaskInputs {
-  constructor(private readonly bus: EventBus) {}
+  constructor(
+    private readonly bus: EventBus,
+    /** The dashboard's page of a task, where its person can answer whatever client started it. */
+    private readonly taskPageUrl: (taskId: string) => string,
+  ) {}
 
   /**
    * Asks once per key: stores the question and moves the task to input_required, or finds the earlier
    * question (and its answer) when the tool runs again after a restart. Resolves with the answered row.
    */
   async ask(task: TaskRow, kind: InputKind, key: string, request: Record<string, unknown>, signal: AbortSignal): Promise<TaskInputRow> {
+    // Many clients cannot be asked (no form elicitation): the status, which every client can read, says
+    // where the person can answer.
     const statusMessage =
-      kind === 'elicitation' ? `Waiting for input: ${String(request.message ?? 'a question')}` : "Waiting for the client's model to answer";
+      kind === 'elicitation'
+        ? `Waiting for input: ${String(request.message ?? 'a question')} (answer it in the dashboard: ${this.taskPageUrl(task.id)}, or in an MCP client that supports elicitation)`
+        : "Waiting for the client's model to answer";
     signal.throwIfAborted();
     const { input, created, moved } = inTransaction(() => {
       // A task that has ended asks nothing: its question could never be withdrawn.

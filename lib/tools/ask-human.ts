@@ -7,8 +7,7 @@ export const askHumanTool = defineTool({
   title: 'Ask a human',
   description:
     'Asks the person behind this task a question and waits for the answer, given in their MCP client or in the ' +
-    'dashboard. With choices, they pick one; with fields (an elicitation schema\u2019s properties), they fill a form. ' +
-    'Call it as a task to poll for the answer, or plainly to wait for it.',
+    'dashboard. With choices, they pick one; with fields (an elicitation schema\u2019s properties), they fill a form.',
   inputSchema: z.object({
     question: z.string().min(1).describe('The question to ask.'),
     choices: z.array(z.string().min(1).max(500)).min(1).max(100).optional().describe('Possible answers to choose from (at most 100).'),

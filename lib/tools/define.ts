@@ -71,6 +71,11 @@ export interface ToolDefinition<Schema extends z.ZodObject = z.ZodObject> {
    * granted at least this, within TASK_MAX_TTL_MS, whatever ttl the client asked for.
    */
   minTtlMs?: number;
+  /**
+   * The longest the tool's work may run for arguments it accepts. A plain call cannot ask for a ttl:
+   * its task is granted this on top of the default, so that it cannot expire while its client waits.
+   */
+  maxRunMs?: number;
   /** A resumable tool is run again after a restart instead of being failed. */
   resumable?: boolean;
   /** A capability the calling client must have declared, for a tool that needs the client's help. */
@@ -145,14 +150,14 @@ function isToolProtocolError(error: unknown): error is ToolProtocolError {
   return error instanceof Error && error.name === 'ToolProtocolError' && typeof (error as ToolProtocolError).code === 'number';
 }
 
-/** The tool as tools/list describes it. */
-export function describeTool(tool: ToolDefinition) {
+/** The tool as tools/list describes it; `execution` only to a session whose protocol version has tasks. */
+export function describeTool(tool: ToolDefinition, withTasks: boolean) {
   return {
     name: tool.name,
     ...(tool.title ? { title: tool.title } : {}),
     description: tool.description,
     // With its $schema: 2020-12 is the default dialect of MCP 2025-11-25, and saying so costs nothing.
     inputSchema: z.toJSONSchema(tool.inputSchema, { io: 'input' }),
-    ...(tool.taskSupport !== 'forbidden' ? { execution: { taskSupport: tool.taskSupport } } : {}),
+    ...(withTasks && tool.taskSupport !== 'forbidden' ? { execution: { taskSupport: tool.taskSupport } } : {}),
   };
 }

@@ -3,18 +3,20 @@ import { z } from 'zod';
 import { defineTool, textResult } from './define';
 
 const tickMs = 500;
+const maxSeconds = 3600;
 
 export const delayTool = defineTool({
   name: 'delay',
   title: 'Delay',
   description:
     'Waits the given number of seconds, reporting progress about twice a second, then returns. ' +
-    'Set fail to true to end with an error result instead. Best called as a task.',
+    'Set fail to true to end with an error result instead.',
   inputSchema: z.object({
-    seconds: z.number().min(0).max(3600).describe('How long to wait, in seconds (0 to 3600).'),
+    seconds: z.number().min(0).max(maxSeconds).describe(`How long to wait, in seconds (0 to ${maxSeconds}).`),
     fail: z.boolean().optional().describe('End with an error result instead of success.'),
   }),
   taskSupport: 'optional',
+  maxRunMs: maxSeconds * 1000,
   resumable: true,
   async run({ seconds, fail }, ctx) {
     const totalMs = seconds * 1000;

@@ -6,7 +6,7 @@ export const summarizeTool = defineTool({
   title: 'Summarize with your model',
   description:
     "Summarizes a text with the MCP client's own model (sampling/createMessage), so the server needs no model of its " +
-    'own. The client must support sampling. Call it as a task to poll for the answer, or plainly to wait for it.',
+    'own. The client must support sampling.',
   inputSchema: z.object({
     text: z.string().min(1).max(100_000).describe('The text to summarize.'),
     maxTokens: z.number().int().min(16).max(4000).optional().describe('Longest summary, in tokens (default 300).'),

@@ -6,7 +6,7 @@ export const surveyTool = defineTool({
   title: 'Survey',
   description:
     'Asks several questions at once, each answered on its own (in the MCP client or the dashboard), and returns ' +
-    'every answer when all are in. Call it as a task to poll for the answer, or plainly to wait for it.',
+    'every answer when all are in.',
   inputSchema: z.object({
     questions: z.array(z.string().min(1)).min(1).max(10).describe('The questions, each answered separately.'),
   }),

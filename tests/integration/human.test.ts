@@ -322,7 +322,7 @@ describe('questions over raw HTTP', () => {
     const taskId = await startTool(mcp, 'ask_human', { question: 'Ship it?' });
     await waitForStatus(mcp, taskId, 'input_required');
     const task = await mcp.call('tasks/get', { taskId });
-    expect(task.statusMessage).toBe('Waiting for input: Ship it?');
+    expect(task.statusMessage).toBe(`Waiting for input: Ship it? (answer it in the dashboard: ${server.url}/tasks/${taskId}, or in an MCP client that supports elicitation)`);
 
     const { reader, id } = await resultStream(mcp, taskId);
     const question = await reader.nextMessage();

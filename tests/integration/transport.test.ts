@@ -271,7 +271,7 @@ describe('sessions and versions', () => {
       { jsonrpc: '2.0', id: 'a', result: {} },
       { jsonrpc: '2.0', id: 'b', result: { content: [{ type: 'text', text: 'batched' }] } },
       { jsonrpc: '2.0', id: 'c', error: { code: -32601, message: 'Method not found: tasks/list' } },
-      { jsonrpc: '2.0', error: { code: -32600, message: expect.stringMatching(/^Invalid Request/) } },
+      { jsonrpc: '2.0', id: null, error: { code: -32600, message: expect.stringMatching(/^Invalid Request/) } },
     ]);
     const onlyNotifications = await older.post([{ jsonrpc: '2.0', method: 'notifications/initialized' }], { 'MCP-Protocol-Version': '2025-03-26' });
     expect(onlyNotifications.status).toBe(202);

@@ -158,11 +158,14 @@ describe('answers from a hostile client', () => {
 
   it('refuses questions with too many fields or options, or overlong options', () => {
     const many = (count: number) => Array.from({ length: count }, (_, index) => `o${index}`);
-    const tooManyFields = Object.fromEntries(many(elicitationLimits.maxFields + 1).map((name) => [name, { type: 'string' }]));
+    // The README's numbers, not the code's constants: a changed constant must show here.
+    const tooManyFields = Object.fromEntries(many(51).map((name) => [name, { type: 'string' }]));
+    const fiftyFields = Object.fromEntries(many(50).map((name) => [name, { type: 'string' }]));
+    expect(describeFields({ type: 'object', properties: fiftyFields }).ok).toBe(true);
     expect(describeFields({ type: 'object', properties: tooManyFields }).ok).toBe(false);
-    expect(describeFields({ type: 'object', properties: { x: { type: 'string', enum: many(elicitationLimits.maxOptions) } } }).ok).toBe(true);
-    expect(describeFields({ type: 'object', properties: { x: { type: 'string', enum: many(elicitationLimits.maxOptions + 1) } } }).ok).toBe(false);
-    expect(describeFields({ type: 'object', properties: { x: { type: 'array', items: { enum: many(elicitationLimits.maxOptions + 1) } } } }).ok).toBe(false);
+    expect(describeFields({ type: 'object', properties: { x: { type: 'string', enum: many(100) } } }).ok).toBe(true);
+    expect(describeFields({ type: 'object', properties: { x: { type: 'string', enum: many(101) } } }).ok).toBe(false);
+    expect(describeFields({ type: 'object', properties: { x: { type: 'array', items: { enum: many(101) } } } }).ok).toBe(false);
     expect(describeFields({ type: 'object', properties: { x: { type: 'string', enum: ['x'.repeat(501)] } } }).ok).toBe(false);
     expect(describeFields({ type: 'object', properties: { x: { type: 'string', enum: [] } } }).ok).toBe(false);
   });

@@ -5,8 +5,10 @@ const nestedArrays = (depth: number) => JSON.parse(`${'['.repeat(depth)}${']'.re
 
 describe('message depth', () => {
   it('allows messages up to the limit and refuses deeper ones', () => {
-    expect(nestsDeeperThan(nestedArrays(maxJsonDepth), maxJsonDepth)).toBe(false);
-    expect(nestsDeeperThan(nestedArrays(maxJsonDepth + 1), maxJsonDepth)).toBe(true);
+    // The README's 64 levels, not the constant itself: a changed constant must show here.
+    expect(maxJsonDepth).toBe(64);
+    expect(nestsDeeperThan(nestedArrays(64), maxJsonDepth)).toBe(false);
+    expect(nestsDeeperThan(nestedArrays(65), maxJsonDepth)).toBe(true);
     expect(nestsDeeperThan({ a: [{ b: 1 }], c: 'text' }, 3)).toBe(false);
     expect(nestsDeeperThan({ a: [{ b: {} }] }, 3)).toBe(true);
     expect(nestsDeeperThan('plain', 0)).toBe(false);

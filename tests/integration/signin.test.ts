@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { setPassword as setPasswordWithCli, signIn as signInWithPassword } from '../helpers/dashboard';
+import { cookieHeader, setPassword as setPasswordWithCli, signIn as signInWithPassword } from '../helpers/dashboard';
 import { createToken, startServer, testMount, type TestServer } from '../helpers/server';
 
 // Each sign-in hashes with scrypt at 128 MiB, and the CLIs start their own Node: slow on a busy machine.
@@ -21,6 +21,7 @@ beforeAll(async () => {
     DATABASE_PATH: path.join(dataRoot, 'fresh', 'app.db'),
     TRUST_PROXY: 'true',
     SIGNIN_MAX_PER_ACCOUNT: '3',
+    SIGNIN_MAX_PER_ACCOUNT_ALL_ADDRESSES: '6',
     SIGNIN_MAX_PER_IP: '5',
   });
 });
@@ -55,15 +56,79 @@ describe('the data folder', () => {
   });
 });
 
+/**
+ * Posts to NextAuth's credentials callback in a shape of the caller's choosing, with a valid CSRF token,
+ * from `clientAddress` (behind the trusted proxy).
+ */
+async function postCredentials(input: { path: string; contentType: string; body: (csrfToken: string) => string; clientAddress: string }) {
+  const csrf = await fetch(`${server.url}/api/auth/csrf`);
+  const { csrfToken } = (await csrf.json()) as { csrfToken: string };
+  const response = await fetch(`${server.url}${input.path}`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'Content-Type': input.contentType, Cookie: cookieHeader(csrf), 'X-Forwarded-For': input.clientAddress },
+    body: input.body(csrfToken),
+  });
+  const sessionCookie = response.headers.getSetCookie().find((cookie) => cookie.startsWith('next-auth.session-token='));
+  return { response, sessionCookie };
+}
+
+const form = 'application/x-www-form-urlencoded';
+const requestShapes: Array<[string, (email: string, password: string, attempt: number) => Omit<Parameters<typeof postCredentials>[0], 'clientAddress'>]> = [
+  [
+    'a JSON body',
+    (email, password) => ({
+      path: '/api/auth/callback/credentials',
+      contentType: 'application/json',
+      body: (csrfToken) => JSON.stringify({ csrfToken, email, password, json: 'true' }),
+    }),
+  ],
+  [
+    'a path below the credentials callback',
+    (email, password) => ({
+      path: '/api/auth/callback/credentials/x',
+      contentType: form,
+      body: (csrfToken) => new URLSearchParams({ csrfToken, email, password, json: 'true' }).toString(),
+    }),
+  ],
+  [
+    'the email field twice, a decoy first',
+    (email, password, attempt) => ({
+      path: '/api/auth/callback/credentials',
+      contentType: form,
+      body: (csrfToken) =>
+        new URLSearchParams([['csrfToken', csrfToken], ['email', `decoy-${attempt}@example.com`], ['email', email], ['password', password], ['json', 'true']]).toString(),
+    }),
+  ],
+];
+
 describe('sign-in throttling', () => {
-  it('answers 429 with Retry-After after too many attempts on one account, even with the right password', async () => {
+  it.each(requestShapes.map(([label, shape], index) => [label, shape, index] as const))(
+    'counts attempts sent as %s against the account NextAuth signs in to',
+    async (_label, shape, index) => {
+      const email = `shaped-${index}@example.com`;
+      const clientAddress = `203.0.113.${50 + index}`;
+      makeUser(email, 'the right password');
+      for (let attempt = 1; attempt <= 3; attempt += 1) {
+        const { response, sessionCookie } = await postCredentials({ ...shape(email, `wrong password ${attempt}`, attempt), clientAddress });
+        expect(response.status).toBe(401);
+        expect(sessionCookie).toBeUndefined();
+      }
+      const shaped = await postCredentials({ ...shape(email, 'the right password', 4), clientAddress });
+      expect(shaped.response.status).toBe(429);
+      expect(shaped.sessionCookie).toBeUndefined();
+      expect((await signIn(email, 'the right password', clientAddress)).response.status).toBe(429);
+    },
+  );
+
+  it('answers 429 with Retry-After after too many attempts on one account from one address, even with the right password', async () => {
     makeUser('throttled@example.com', 'the right password');
     for (let attempt = 1; attempt <= 3; attempt += 1) {
-      const { response, sessionCookie } = await signIn('throttled@example.com', `wrong password ${attempt}`, `203.0.113.${attempt}`);
+      const { response, sessionCookie } = await signIn('throttled@example.com', `wrong password ${attempt}`, '203.0.113.1');
       expect(response.status).not.toBe(429);
       expect(sessionCookie).toBeUndefined();
     }
-    const { response, sessionCookie } = await signIn('throttled@example.com', 'the right password', '203.0.113.4');
+    const { response, sessionCookie } = await signIn('throttled@example.com', 'the right password', '203.0.113.1');
     expect(response.status).toBe(429);
     expect(sessionCookie).toBeUndefined();
     const retryAfter = Number(response.headers.get('retry-after'));
@@ -72,6 +137,27 @@ describe('sign-in throttling', () => {
     const body = (await response.json()) as { url: string; message: string };
     expect(new URL(body.url).searchParams.get('error')).toBe(`TooManyAttempts:${retryAfter}`);
     expect(body.message).toBe(`Too many attempts, try again in ${retryAfter} s.`);
+  });
+
+  it('lets the owner in from their own address while another address is refused for guessing', async () => {
+    makeUser('besieged@example.com', 'the right password');
+    for (let attempt = 1; attempt <= 3; attempt += 1) await signIn('besieged@example.com', `guess ${attempt}`, '203.0.113.30');
+    expect((await signIn('besieged@example.com', 'the right password', '203.0.113.30')).response.status).toBe(429);
+    const owner = await signIn('besieged@example.com', 'the right password', '203.0.113.31');
+    expect(owner.response.status).toBe(200);
+    expect(owner.sessionCookie).toBeDefined();
+  });
+
+  it('refuses an account guessed at from many addresses once their attempts reach the higher ceiling', async () => {
+    makeUser('distributed@example.com', 'the right password');
+    for (let address = 1; address <= 3; address += 1) {
+      for (let attempt = 1; attempt <= 2; attempt += 1) {
+        expect((await signIn('distributed@example.com', `guess ${attempt}`, `203.0.113.${40 + address}`)).response.status).toBe(401);
+      }
+    }
+    const refused = await signIn('distributed@example.com', 'the right password', '203.0.113.44');
+    expect(refused.response.status).toBe(429);
+    expect(refused.sessionCookie).toBeUndefined();
   });
 
   it('clears an account’s count when its owner signs in', async () => {

@@ -11,6 +11,7 @@ import {
   upgradeUserPasswordHash,
 } from '@/db/queries/users';
 import { getEnv } from '@/lib/env';
+import { linkAccountByProvenEmail } from './accounts';
 import { defaultCallbackPath, safeCallbackPath } from './callback-url';
 import { getServerSecret } from './secret';
 import { burnDummyHash, hashPassword, needsRehash, passwordRules, verifyPassword } from './password';
@@ -55,7 +56,10 @@ export function resolveOAuthSignIn(
   if (!identity.email || !identity.emailVerified) return { ok: false, refusal: 'OAuthEmailNotVerified' };
   const email = identity.email.trim().toLowerCase();
   const existing = getUserByEmail(email);
-  if (existing) return link(existing.id);
+  if (existing) {
+    linkAccountByProvenEmail(existing, { provider: identity.provider, providerAccountId: identity.providerAccountId });
+    return { ok: true, userId: existing.id };
+  }
   if (!context.allowSignup) return { ok: false, refusal: 'SignupClosed' };
   const created = createUserWithLinkedAccount({
     email,

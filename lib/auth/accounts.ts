@@ -42,15 +42,26 @@ export async function registerUser(input: { email: unknown; password: unknown; n
   }
 }
 
-/** Sets (or replaces) a user's password, ending every session signed in with the old one; used by `npm run user:password`. */
-export async function setPassword(emailInput: string, passwordInput: string): Promise<{ ok: true } | { ok: false; message: string }> {
+/**
+ * Sets (or replaces) a user's password, ending every session signed in with the old one, and, with
+ * `alsoTokensAndApps`, their personal access tokens and connected apps; used by `npm run user:password`.
+ */
+export async function setPassword(
+  emailInput: string,
+  passwordInput: string,
+  options: { alsoTokensAndApps: boolean } = { alsoTokensAndApps: false },
+): Promise<{ ok: true } | { ok: false; message: string }> {
   const email = emailSchema.safeParse(emailInput);
   if (!email.success) return { ok: false, message: email.error.issues[0].message };
   const password = passwordSchema.safeParse(passwordInput);
   if (!password.success) return { ok: false, message: `Password: ${password.error.issues[0].message}` };
   const user = getUserByEmail(email.data);
   if (!user) return { ok: false, message: `No user with email ${email.data}. Create one with token:create or sign up.` };
-  setUserPasswordHash(user.id, await hashPassword(password.data));
+  const passwordHash = await hashPassword(password.data);
+  inTransaction(() => {
+    setUserPasswordHash(user.id, passwordHash);
+    if (options.alsoTokensAndApps) endAllSessions(user.id, options);
+  });
   return { ok: true };
 }
 

@@ -86,13 +86,14 @@ export function throttleSignUp(input: { address: string; email: string }): Promi
 }
 
 /**
- * NextAuth answers every refused email-and-password sign-in with 401 and the reason in a URL (the
- * throttle's refusal is thrown from `authorize`, where NextAuth has parsed the request). This turns a
- * throttled one into 429 with Retry-After; the body keeps the shape NextAuth's client reads (`url` with
+ * NextAuth answers every refused email-and-password sign-in with the reason in a URL: a 401 carrying it
+ * as JSON when the request asked for JSON (`json=true`, as its browser client does), else a redirect.
+ * The throttle's refusal is thrown from `authorize`, where NextAuth has parsed the request; this turns it
+ * into 429 with Retry-After either way, its body in the shape NextAuth's client reads (`url` with
  * `error`), so the sign-in form can say how long to wait. Any other response passes unchanged.
  */
 export async function answerThrottledSignIn(response: Response): Promise<Response> {
-  if (response.status !== 401) return response;
+  if (response.status !== 401 && response.status !== 302) return response;
   const redirect = response.headers.get('location') ?? (await response.clone().json().catch(() => null))?.url;
   if (typeof redirect !== 'string') return response;
   const retryAfterSeconds = retryAfterFromError(new URL(redirect, getEnv().APP_URL).searchParams.get('error'));

@@ -45,6 +45,7 @@ const envSchema = z
     AUTH_THROTTLE_WINDOW_SECONDS: positiveInt(15 * 60),
     SIGNIN_MAX_PER_IP: positiveInt(50),
     SIGNIN_MAX_PER_ACCOUNT: positiveInt(10),
+    SIGNIN_MAX_PER_ACCOUNT_ALL_ADDRESSES: positiveInt(100),
     SIGNUP_MAX_PER_IP: positiveInt(20),
     OAUTH_ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(24 * 60 * 60).default(60 * 60),
     OAUTH_REFRESH_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60 * 60).default(30 * 24 * 60 * 60),

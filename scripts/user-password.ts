@@ -1,7 +1,8 @@
 /**
  * Sets a user's dashboard password (for users created by token:create):
- *   npm run user:password -- --email ada@example.com
+ *   npm run user:password -- --email ada@example.com [--end-tokens-and-apps]
  * The password is read from the PASSWORD environment variable or, when unset, from standard input.
+ * Every browser session ends; with --end-tokens-and-apps, personal access tokens and connected apps too.
  */
 import { parseArgs } from 'node:util';
 import { setPassword } from '@/lib/auth/accounts';
@@ -14,18 +15,24 @@ async function readStdin(): Promise<string> {
 }
 
 async function main() {
-  const { values } = parseArgs({ options: { email: { type: 'string' } } });
+  const { values } = parseArgs({ options: { email: { type: 'string' }, 'end-tokens-and-apps': { type: 'boolean', default: false } } });
   if (!values.email) {
-    console.error('Usage: npm run user:password -- --email <email>   (password from $PASSWORD or standard input)');
+    console.error('Usage: npm run user:password -- --email <email> [--end-tokens-and-apps]   (password from $PASSWORD or standard input)');
     process.exit(2);
   }
   const password = process.env.PASSWORD ?? (await readStdin());
-  const result = await setPassword(values.email, password);
+  const alsoTokensAndApps = values['end-tokens-and-apps'];
+  const result = await setPassword(values.email, password, { alsoTokensAndApps });
   if (!result.ok) {
     console.error(result.message);
     process.exit(2);
   }
-  console.error(`Password set for ${values.email.trim().toLowerCase()}.`);
+  console.error(`Password set for ${values.email.trim().toLowerCase()}. Every browser signed in before must sign in again.`);
+  console.error(
+    alsoTokensAndApps
+      ? 'Their personal access tokens are revoked and their connected apps disconnected.'
+      : 'Their personal access tokens and connected apps still work: add --end-tokens-and-apps to end them too.',
+  );
 }
 
 void main();

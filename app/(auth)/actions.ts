@@ -1,12 +1,13 @@
 'use server';
 
 import { headers } from 'next/headers';
+import { z } from 'zod';
 import { endAllSessions, registerUser } from '@/lib/auth/accounts';
 import { clientAddress } from '@/lib/auth/client-address';
-import { getCurrentUser } from '@/lib/auth/session';
 import { throttleSignUp } from '@/lib/auth/throttle';
 import { tooManyAttemptsMessage } from '@/lib/auth/throttle-message';
 import { getEnv } from '@/lib/env';
+import { validatedActionWithUser } from '@/lib/validated-action';
 
 export type SignUpState = { ok: boolean; errors: Partial<Record<'email' | 'password' | 'name' | 'form', string>> };
 
@@ -20,10 +21,15 @@ export async function signUpAction(_previous: SignUpState, form: FormData): Prom
   return { ok: true, errors: {} };
 }
 
-/** Ends every session of the signed-in person, this one included (the button signs this browser out next). */
-export async function signOutEverywhereAction(): Promise<{ ok: boolean }> {
-  const user = await getCurrentUser();
-  if (!user) return { ok: false };
-  endAllSessions(user.id);
-  return { ok: true };
-}
+/**
+ * Ends every session of the signed-in person, this one included (the button signs this browser out
+ * next), and, when they ask, their personal access tokens and connected apps too.
+ */
+export const signOutEverywhereAction = validatedActionWithUser(
+  z.tuple([z.object({ alsoTokensAndApps: z.boolean() })]),
+  { signedOut: { ok: false }, invalid: { ok: false } },
+  async (user, choice): Promise<{ ok: boolean }> => {
+    endAllSessions(user.id, choice);
+    return { ok: true };
+  },
+);

@@ -32,7 +32,7 @@ export default async function DashboardLayout({ children }: { children: React.Re
             <NavLink href="/connect">Connect</NavLink>
           </nav>
           {user && (
-            <div className="flex items-center gap-3">
+            <div className="relative flex items-center gap-3">
               <LiveRefresh />
               <span className="max-w-48 truncate text-sm text-zinc-600 dark:text-zinc-400" title={user.email}>
                 {user.email}

@@ -1,4 +1,4 @@
-import { and, desc, eq, gt, isNull, lte, or } from 'drizzle-orm';
+import { and, desc, eq, gt, inArray, isNull, lte, or, sql } from 'drizzle-orm';
 import { getDb } from '../client';
 import { oauthConsents, oauthRecords, type ClientRegistration } from '../schema';
 
@@ -142,4 +142,19 @@ export function deleteConsent(id: string): void {
 
 export function deleteConsentsOfGrant(grantId: string): void {
   getDb().delete(oauthConsents).where(eq(oauthConsents.grantId, grantId)).run();
+}
+
+/**
+ * Every grant of one person with its codes and tokens, their authorization-server sessions and their
+ * consents (Connected apps): what ends when all their access ends. Records carry the person as
+ * `accountId`; a grant's codes and tokens are also found through the grants their consents name.
+ */
+export function deleteOAuthGrantsByUserId(userId: string): void {
+  getDb().transaction((tx) => {
+    const grantsOfConsents = tx.select({ grantId: oauthConsents.grantId }).from(oauthConsents).where(eq(oauthConsents.userId, userId));
+    tx.delete(oauthRecords)
+      .where(or(sql`json_extract(${oauthRecords.payload}, '$.accountId') = ${userId}`, inArray(oauthRecords.grantId, grantsOfConsents)))
+      .run();
+    tx.delete(oauthConsents).where(eq(oauthConsents.userId, userId)).run();
+  });
 }

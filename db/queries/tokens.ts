@@ -75,3 +75,14 @@ export function revokeAccessTokenByHash(tokenHash: string): boolean {
   tokensByHash.delete(tokenHash);
   return result.changes > 0;
 }
+
+/** Revokes every unrevoked personal access token of the user; returns how many. */
+export function revokeAccessTokensByUserId(userId: string): number {
+  const result = getDb()
+    .update(accessTokens)
+    .set({ revokedAt: Date.now() })
+    .where(and(eq(accessTokens.userId, userId), isNull(accessTokens.revokedAt)))
+    .run();
+  tokensByHash.clear();
+  return result.changes;
+}

@@ -36,6 +36,15 @@ export function setUserPasswordHash(id: string, passwordHash: string): void {
     .run();
 }
 
+/** Removes the user's password, ending every session signed in with it. */
+export function removeUserPassword(id: string): void {
+  getDb()
+    .update(users)
+    .set({ passwordHash: null, sessionGeneration: sql`${users.sessionGeneration} + 1` })
+    .where(eq(users.id, id))
+    .run();
+}
+
 /**
  * Replaces a hash with a stronger one of the same password, keeping sessions; only when the stored hash
  * is still the one that was checked, so a password changed meanwhile is never overwritten.

@@ -1,5 +1,16 @@
 import { z } from 'zod';
-import { createUser, getUserByEmail, incrementUserSessionGeneration, setUserPasswordHash, type User } from '@/db/queries/users';
+import { deleteOAuthGrantsByUserId } from '@/db/queries/oauth';
+import { revokeAccessTokensByUserId } from '@/db/queries/tokens';
+import { inTransaction } from '@/db/queries/transaction';
+import {
+  createUser,
+  getUserByEmail,
+  incrementUserSessionGeneration,
+  insertLinkedAccount,
+  removeUserPassword,
+  setUserPasswordHash,
+  type User,
+} from '@/db/queries/users';
 import { hashPassword, passwordRules } from './password';
 
 export const emailSchema = z.email('Enter a valid email address.').max(254).transform((email) => email.trim().toLowerCase());
@@ -17,10 +28,11 @@ export async function registerUser(input: { email: unknown; password: unknown; n
   const password = passwordSchema.safeParse(input.password);
   if (!password.success) return { ok: false, field: 'password', message: password.error.issues[0].message };
   const name = typeof input.name === 'string' && input.name.trim() ? input.name.trim().slice(0, 100) : null;
+  // Hashed before looking the email up: saying that an account exists costs a hash, as a sign-in does.
+  const passwordHash = await hashPassword(password.data);
   if (getUserByEmail(email.data)) {
     return { ok: false, field: 'email', message: 'An account with this email already exists. Sign in instead.' };
   }
-  const passwordHash = await hashPassword(password.data);
   try {
     return { ok: true, user: createUser({ email: email.data, name, passwordHash }) };
   } catch (error) {
@@ -30,19 +42,54 @@ export async function registerUser(input: { email: unknown; password: unknown; n
   }
 }
 
-/** Sets (or replaces) a user's password, ending every session signed in with the old one; used by `npm run user:password`. */
-export async function setPassword(emailInput: string, passwordInput: string): Promise<{ ok: true } | { ok: false; message: string }> {
+/**
+ * Sets (or replaces) a user's password, ending every session signed in with the old one, and, with
+ * `alsoTokensAndApps`, their personal access tokens and connected apps; used by `npm run user:password`.
+ */
+export async function setPassword(
+  emailInput: string,
+  passwordInput: string,
+  options: { alsoTokensAndApps: boolean } = { alsoTokensAndApps: false },
+): Promise<{ ok: true } | { ok: false; message: string }> {
   const email = emailSchema.safeParse(emailInput);
   if (!email.success) return { ok: false, message: email.error.issues[0].message };
   const password = passwordSchema.safeParse(passwordInput);
   if (!password.success) return { ok: false, message: `Password: ${password.error.issues[0].message}` };
   const user = getUserByEmail(email.data);
   if (!user) return { ok: false, message: `No user with email ${email.data}. Create one with token:create or sign up.` };
-  setUserPasswordHash(user.id, await hashPassword(password.data));
+  const passwordHash = await hashPassword(password.data);
+  inTransaction(() => {
+    setUserPasswordHash(user.id, passwordHash);
+    if (options.alsoTokensAndApps) endAllSessions(user.id, options);
+  });
   return { ok: true };
 }
 
-/** "Sign out everywhere": every session of the user, on every browser, ends at its next request. */
-export function endAllSessions(userId: string): void {
-  incrementUserSessionGeneration(userId);
+/**
+ * "Sign out everywhere": every session of the user, on every browser, ends at its next request. With
+ * `alsoTokensAndApps`, their personal access tokens are revoked and their connected apps disconnected
+ * too, so no client keeps acting for them.
+ */
+export function endAllSessions(userId: string, options: { alsoTokensAndApps: boolean } = { alsoTokensAndApps: false }): void {
+  inTransaction(() => {
+    incrementUserSessionGeneration(userId);
+    if (!options.alsoTokensAndApps) return;
+    revokeAccessTokensByUserId(userId);
+    deleteOAuthGrantsByUserId(userId);
+  });
+}
+
+/**
+ * Joins a provider account to the user whose email the provider vouches for. A password on that
+ * account was chosen by whoever signed up with the email, and sign-up never proved the email was theirs:
+ * it may be someone who got there before the owner. So the password goes, and with it every session,
+ * personal access token and connected app it could have made; the owner signs in with the provider.
+ */
+export function linkAccountByProvenEmail(user: User, account: { provider: string; providerAccountId: string }): void {
+  inTransaction(() => {
+    insertLinkedAccount({ provider: account.provider, providerAccountId: account.providerAccountId, userId: user.id });
+    if (user.passwordHash === null) return;
+    removeUserPassword(user.id);
+    endAllSessions(user.id, { alsoTokensAndApps: true });
+  });
 }

@@ -11,10 +11,13 @@ import {
   upgradeUserPasswordHash,
 } from '@/db/queries/users';
 import { getEnv } from '@/lib/env';
+import { linkAccountByProvenEmail } from './accounts';
 import { defaultCallbackPath, safeCallbackPath } from './callback-url';
 import { getServerSecret } from './secret';
 import { burnDummyHash, hashPassword, needsRehash, passwordRules, verifyPassword } from './password';
-import { forgetSignInAttempts } from './throttle';
+import { clientAddress } from './client-address';
+import { forgetSignInAttempts, throttleSignIn } from './throttle';
+import { tooManyAttemptsError } from './throttle-message';
 
 /** Why an OAuth sign-in was refused; the sign-in page explains each (`?error=`). */
 export type OAuthRefusal = 'OAuthEmailNotVerified' | 'OAuthAccountLinkedElsewhere' | 'SignupClosed';
@@ -53,7 +56,10 @@ export function resolveOAuthSignIn(
   if (!identity.email || !identity.emailVerified) return { ok: false, refusal: 'OAuthEmailNotVerified' };
   const email = identity.email.trim().toLowerCase();
   const existing = getUserByEmail(email);
-  if (existing) return link(existing.id);
+  if (existing) {
+    linkAccountByProvenEmail(existing, { provider: identity.provider, providerAccountId: identity.providerAccountId });
+    return { ok: true, userId: existing.id };
+  }
   if (!context.allowSignup) return { ok: false, refusal: 'SignupClosed' };
   const created = createUserWithLinkedAccount({
     email,
@@ -125,11 +131,16 @@ export function buildAuthOptions(dependencies: AuthDependencies): NextAuthOption
     CredentialsProvider({
       name: 'Email and password',
       credentials: { email: { label: 'Email', type: 'email' }, password: { label: 'Password', type: 'password' } },
-      async authorize(credentials) {
+      async authorize(credentials, request) {
         const email = credentials?.email?.trim().toLowerCase();
         const password = credentials?.password;
         // Refused before any hashing, so an over-long password costs the server nothing.
         if (!email || !password || email.length > 254 || password.length > passwordRules.maxLength) return null;
+        // Counted here, on the email NextAuth parsed, whatever shape the request had (form or JSON, any
+        // path NextAuth routes here, a repeated field); the route turns the thrown refusal into a 429.
+        const attempt = { address: clientAddress(new Headers(request?.headers ?? {})), email };
+        const verdict = await throttleSignIn(attempt);
+        if (!verdict.allowed) throw new Error(tooManyAttemptsError(verdict.retryAfterSeconds));
         const user = getUserByEmail(email);
         if (!user) {
           await burnDummyHash(password);
@@ -137,7 +148,7 @@ export function buildAuthOptions(dependencies: AuthDependencies): NextAuthOption
         }
         if (!(await verifyPassword(password, user.passwordHash))) return null;
         if (needsRehash(user.passwordHash)) upgradeUserPasswordHash(user.id, user.passwordHash!, await hashPassword(password));
-        await forgetSignInAttempts(email);
+        await forgetSignInAttempts(attempt);
         return { id: user.id, email: user.email, name: user.name };
       },
     }),

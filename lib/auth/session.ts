@@ -24,3 +24,19 @@ export async function requireUser(returnTo: string): Promise<User> {
   const query = new URLSearchParams({ callbackUrl: returnTo, ...(hadSession ? { reason: 'expired' } : {}) });
   redirect(`/signin?${query}`);
 }
+
+/** How often a long-lived dashboard stream re-reads its person's session generation. */
+const sessionRecheckMs = 2000;
+
+/**
+ * For streams that outlive the request that opened them: calls `end` once the sessions `user` was read
+ * under have ended ("Sign out everywhere", a new password, a deleted account), until `signal` aborts.
+ * It reads the database, so an end decided by another process or instance is seen too.
+ */
+export function whenSessionsEnd(user: User, signal: AbortSignal, end: () => void): void {
+  const timer = setInterval(() => {
+    if (getUserById(user.id)?.sessionGeneration !== user.sessionGeneration) end();
+  }, sessionRecheckMs);
+  timer.unref?.();
+  signal.addEventListener('abort', () => clearInterval(timer), { once: true });
+}

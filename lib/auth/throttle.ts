@@ -1,15 +1,20 @@
 import { RateLimiterMemory, type RateLimiterRes } from 'rate-limiter-flexible';
 import { getEnv } from '@/lib/env';
-import { clientAddress } from './client-address';
-import { tooManyAttemptsError, tooManyAttemptsMessage } from './throttle-message';
+import { retryAfterFromError, tooManyAttemptsError, tooManyAttemptsMessage } from './throttle-message';
 
 /**
- * Sign-in and sign-up attempts, counted per client address and per account (email) over
- * AUTH_THROTTLE_WINDOW_SECONDS. The counts live in this process's memory: with several instances each
- * counts on its own (a client gets the limit once per instance), and a restart forgets them; instances
- * sharing a database would switch to one of the library's shared stores (RateLimiterPostgres, Redis).
+ * Sign-in and sign-up attempts, counted over AUTH_THROTTLE_WINDOW_SECONDS. The counts live in this
+ * process's memory: with several instances each counts on its own (a client gets the limit once per
+ * instance), and a restart forgets them; instances sharing a database would switch to one of the
+ * library's shared stores (RateLimiterPostgres, Redis).
  */
-type Limiters = { signInByIp: RateLimiterMemory; signInByAccount: RateLimiterMemory; signUpByIp: RateLimiterMemory; signUpByAccount: RateLimiterMemory };
+type Limiters = {
+  signInByIp: RateLimiterMemory;
+  signInByAccountAndIp: RateLimiterMemory;
+  signInByAccount: RateLimiterMemory;
+  signUpByIp: RateLimiterMemory;
+  signUpByAccount: RateLimiterMemory;
+};
 
 export type ThrottleVerdict = { allowed: true } | { allowed: false; retryAfterSeconds: number };
 
@@ -21,7 +26,8 @@ function limiters(): Limiters {
   const duration = env.AUTH_THROTTLE_WINDOW_SECONDS;
   const created: Limiters = {
     signInByIp: new RateLimiterMemory({ keyPrefix: 'signin-ip', points: env.SIGNIN_MAX_PER_IP, duration }),
-    signInByAccount: new RateLimiterMemory({ keyPrefix: 'signin-account', points: env.SIGNIN_MAX_PER_ACCOUNT, duration }),
+    signInByAccountAndIp: new RateLimiterMemory({ keyPrefix: 'signin-account-ip', points: env.SIGNIN_MAX_PER_ACCOUNT, duration }),
+    signInByAccount: new RateLimiterMemory({ keyPrefix: 'signin-account', points: env.SIGNIN_MAX_PER_ACCOUNT_ALL_ADDRESSES, duration }),
     signUpByIp: new RateLimiterMemory({ keyPrefix: 'signup-ip', points: env.SIGNUP_MAX_PER_IP, duration }),
     signUpByAccount: new RateLimiterMemory({ keyPrefix: 'signup-account', points: env.SIGNIN_MAX_PER_ACCOUNT, duration }),
   };
@@ -29,57 +35,73 @@ function limiters(): Limiters {
   return created;
 }
 
-async function consumeAll(consumptions: Array<Promise<RateLimiterRes>>): Promise<ThrottleVerdict> {
-  const outcomes = await Promise.allSettled(consumptions);
-  let waitMs = 0;
-  for (const outcome of outcomes) {
-    if (outcome.status === 'fulfilled') continue;
-    // Not `instanceof RateLimiterRes`: the limiters are shared across Next's bundles through globalThis,
-    // and each bundle has its own copy of the class.
-    const refusal = outcome.reason as Partial<RateLimiterRes> | undefined;
-    if (typeof refusal?.msBeforeNext !== 'number') throw outcome.reason;
-    waitMs = Math.max(waitMs, refusal.msBeforeNext);
+function refusal(error: unknown): ThrottleVerdict {
+  // Not `instanceof RateLimiterRes`: the limiters are shared across Next's bundles through globalThis,
+  // and each bundle has its own copy of the class.
+  const refused = error as Partial<RateLimiterRes> | undefined;
+  if (typeof refused?.msBeforeNext !== 'number') throw error;
+  return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(refused.msBeforeNext / 1000)) };
+}
+
+/**
+ * Counts against each limit in turn and stops at the first that refuses, so an attempt refused for
+ * its address does not also spend the account's allowance: the owner's sign-ins draw on it too.
+ */
+async function consumeInTurn(consumptions: Array<() => Promise<RateLimiterRes>>): Promise<ThrottleVerdict> {
+  for (const consume of consumptions) {
+    try {
+      await consume();
+    } catch (error) {
+      return refusal(error);
+    }
   }
-  return waitMs > 0 ? { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) } : { allowed: true };
+  return { allowed: true };
 }
 
-/** Counts one sign-in attempt; a successful one clears the account's count (`forgetSignInAttempts`). */
+const accountKey = (email: string) => email.trim().toLowerCase();
+const accountAndAddressKey = (email: string, address: string) => `${accountKey(email)} ${address}`;
+
+/**
+ * Counts one sign-in attempt: per address, per account from that address, and per account from all
+ * addresses with a much higher ceiling, so that guessing from one place cannot lock the owner out.
+ * A successful sign-in clears its account's counts (`forgetSignInAttempts`).
+ */
 export function throttleSignIn(input: { address: string; email: string }): Promise<ThrottleVerdict> {
-  const { signInByIp, signInByAccount } = limiters();
-  return consumeAll([signInByIp.consume(input.address), signInByAccount.consume(input.email.trim().toLowerCase())]);
+  const { signInByIp, signInByAccountAndIp, signInByAccount } = limiters();
+  return consumeInTurn([
+    () => signInByIp.consume(input.address),
+    () => signInByAccountAndIp.consume(accountAndAddressKey(input.email, input.address)),
+    () => signInByAccount.consume(accountKey(input.email)),
+  ]);
 }
 
-export async function forgetSignInAttempts(email: string): Promise<void> {
-  await limiters().signInByAccount.delete(email.trim().toLowerCase());
+export async function forgetSignInAttempts(input: { address: string; email: string }): Promise<void> {
+  const { signInByAccountAndIp, signInByAccount } = limiters();
+  await Promise.all([signInByAccountAndIp.delete(accountAndAddressKey(input.email, input.address)), signInByAccount.delete(accountKey(input.email))]);
 }
 
 export function throttleSignUp(input: { address: string; email: string }): Promise<ThrottleVerdict> {
   const { signUpByIp, signUpByAccount } = limiters();
-  return consumeAll([signUpByIp.consume(input.address), signUpByAccount.consume(input.email.trim().toLowerCase())]);
+  return consumeInTurn([() => signUpByIp.consume(input.address), () => signUpByAccount.consume(accountKey(input.email))]);
 }
 
-const credentialsCallbackPath = '/api/auth/callback/credentials';
-
 /**
- * For NextAuth's POST routes: a throttled email-and-password sign-in gets 429 with Retry-After here,
- * before NextAuth checks anything. The body keeps the shape NextAuth's client reads (`url` with `error`),
- * so the sign-in form can say how long to wait. Any other request gets null and goes on to NextAuth.
+ * NextAuth answers every refused email-and-password sign-in with the reason in a URL: a 401 carrying it
+ * as JSON when the request asked for JSON (`json=true`, as its browser client does), else a redirect.
+ * The throttle's refusal is thrown from `authorize`, where NextAuth has parsed the request; this turns it
+ * into 429 with Retry-After either way, its body in the shape NextAuth's client reads (`url` with
+ * `error`), so the sign-in form can say how long to wait. Any other response passes unchanged.
  */
-export async function refuseThrottledSignIn(request: Request): Promise<Response | null> {
-  if (!new URL(request.url).pathname.endsWith(credentialsCallbackPath)) return null;
-  let email = '';
-  try {
-    const form = await request.clone().formData();
-    email = String(form.get('email') ?? '');
-  } catch {
-    return null;
-  }
-  const verdict = await throttleSignIn({ address: clientAddress(request.headers), email });
-  if (verdict.allowed) return null;
+export async function answerThrottledSignIn(response: Response): Promise<Response> {
+  if (response.status !== 401 && response.status !== 302) return response;
+  const redirect = response.headers.get('location') ?? (await response.clone().json().catch(() => null))?.url;
+  if (typeof redirect !== 'string') return response;
+  const retryAfterSeconds = retryAfterFromError(new URL(redirect, getEnv().APP_URL).searchParams.get('error'));
+  if (retryAfterSeconds === null) return response;
   const signInUrl = new URL('/signin', getEnv().APP_URL);
-  signInUrl.searchParams.set('error', tooManyAttemptsError(verdict.retryAfterSeconds));
+  signInUrl.searchParams.set('error', tooManyAttemptsError(retryAfterSeconds));
   return Response.json(
-    { url: signInUrl.toString(), message: tooManyAttemptsMessage(verdict.retryAfterSeconds) },
-    { status: 429, headers: { 'Retry-After': String(verdict.retryAfterSeconds) } },
+    { url: signInUrl.toString(), message: tooManyAttemptsMessage(retryAfterSeconds) },
+    { status: 429, headers: { 'Retry-After': String(retryAfterSeconds) } },
   );
 }

@@ -3,6 +3,7 @@ import config from '../../playwright.config';
 import { expect, password, test, uniqueEmail } from '../fixtures';
 import { startServer } from '../helpers/server';
 import { AuthPage } from '../pages/auth';
+import { TokensPage } from '../pages/tokens';
 
 /**
  * A browser context that may only talk to loopback: a redirect that escapes the origin is recorded (and
@@ -93,6 +94,10 @@ test('“Sign out everywhere” ends the same person’s session in another brow
   await phonePage.waitForURL(/\/tasks$/);
 
   await laptopPage.getByRole('button', { name: 'Sign out everywhere' }).click();
+  const confirm = laptopPage.getByRole('group', { name: 'Confirm: Sign out everywhere' });
+  await expect(confirm.getByText('Every browser signed in as you is signed out, this one included.')).toBeVisible();
+  await expect(confirm.getByText('Clients using your access tokens and connected apps keep working.')).toBeVisible();
+  await confirm.getByRole('button', { name: 'Sign out everywhere' }).click();
   await laptopPage.waitForURL(/\/signin/);
 
   await phonePage.goto('/tokens');
@@ -104,6 +109,32 @@ test('“Sign out everywhere” ends the same person’s session in another brow
   await phonePage.waitForURL(/\/tasks$/);
   await laptop.close();
   await phone.close();
+});
+
+test('“Sign out everywhere” can revoke access tokens too, and says so before it does', async ({ page, server }) => {
+  await new AuthPage(page).signUp(uniqueEmail('everything'), password);
+  await page.waitForURL(/\/tasks$/);
+  const tokens = new TokensPage(page);
+  await tokens.goto();
+  const token = await tokens.create('laptop client');
+  const mcpStatus = async () => {
+    const response = await fetch(server.mcpUrl, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+    });
+    await response.body?.cancel();
+    return response.status;
+  };
+  expect(await mcpStatus()).not.toBe(401);
+
+  await page.getByRole('button', { name: 'Sign out everywhere' }).click();
+  const confirm = page.getByRole('group', { name: 'Confirm: Sign out everywhere' });
+  await confirm.getByRole('checkbox', { name: 'Also revoke my access tokens and disconnect my apps' }).check();
+  await expect(confirm.getByText('Every client using them stops at once, and has to be given a new token or connected again.')).toBeVisible();
+  await confirm.getByRole('button', { name: 'Sign out everywhere' }).click();
+  await page.waitForURL(/\/signin/);
+  expect(await mcpStatus()).toBe(401);
 });
 
 test('too many attempts: the sign-in and sign-up forms say how long to wait', async ({ page }) => {

@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import type { TestServer } from './server';
 
@@ -6,8 +7,8 @@ const root = path.resolve(__dirname, '..', '..');
 const tsxCli = path.join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs');
 
 /** Sets a user's password with the real user:password CLI (which reads it from $PASSWORD). */
-export function setPassword(server: TestServer, email: string, password: string): { status: number | null; stderr: string } {
-  const result = spawnSync(process.execPath, [tsxCli, 'scripts/user-password.ts', '--email', email], {
+export function setPassword(server: TestServer, email: string, password: string, flags: string[] = []): { status: number | null; stderr: string } {
+  const result = spawnSync(process.execPath, [tsxCli, 'scripts/user-password.ts', '--email', email, ...flags], {
     cwd: root,
     env: { ...process.env, ...server.env, PASSWORD: password },
     encoding: 'utf8',
@@ -34,4 +35,37 @@ export async function signIn(server: TestServer, email: string, password: string
   });
   const session = response.headers.getSetCookie().find((cookie) => cookie.startsWith('next-auth.session-token='));
   return { response, sessionCookie: session?.split(';')[0] };
+}
+
+/** The id the built app gave a server action: what a page that uses it sends in `Next-Action`. */
+function serverActionId(filename: string, exportedName: string): string {
+  const manifest = JSON.parse(fs.readFileSync(path.join(root, '.next', 'server', 'server-reference-manifest.json'), 'utf8')) as {
+    node: Record<string, { filename: string; exportedName: string }>;
+  };
+  const found = Object.entries(manifest.node).find(([, entry]) => entry.filename === filename && entry.exportedName === exportedName);
+  if (!found) throw new Error(`The build has no server action ${exportedName} in ${filename}`);
+  return found[0];
+}
+
+/**
+ * Calls a server action by hand, as anyone can, through `page` (a page that uses it). `body` is what
+ * React's client sends: the arguments as JSON text, or a FormData whose fields `_1_…` are the form an
+ * argument `"$K1"` stands for, followed by field `0` holding the arguments (the server reads the fields
+ * in order, and resolves `"$K1"` when it reaches `0`).
+ */
+export async function callServerAction(
+  server: TestServer,
+  input: { page: string; filename: string; exportedName: string; body: string | FormData; cookie?: string },
+): Promise<{ status: number; text: string }> {
+  const response = await fetch(`${server.url}${input.page}`, {
+    method: 'POST',
+    headers: {
+      'Next-Action': serverActionId(input.filename, input.exportedName),
+      Accept: 'text/x-component',
+      ...(typeof input.body === 'string' ? { 'Content-Type': 'text/plain;charset=UTF-8' } : {}),
+      ...(input.cookie ? { Cookie: input.cookie } : {}),
+    },
+    body: input.body,
+  });
+  return { status: response.status, text: await response.text() };
 }

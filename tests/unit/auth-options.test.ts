@@ -6,12 +6,18 @@ import type { Account, Profile, User as AuthUser } from 'next-auth';
 import type { JWT } from 'next-auth/jwt';
 import { afterAll, beforeEach, describe, expect, it, vi } from 'vitest';
 
-/** Counts scrypt runs (the real function still does the work) to see which sign-ins hash and which do not. */
-const scryptCalls = vi.hoisted(() => ({ count: 0 }));
+/**
+ * Counts scrypt runs and records the cost each was asked for (the real function still does the work),
+ * to see which sign-ins hash, and at what cost.
+ */
+type ScryptCost = { keylen: number; N: number; r: number; p: number };
+const scryptCalls = vi.hoisted(() => ({ count: 0, costs: [] as ScryptCost[] }));
 vi.mock('node:crypto', async (importOriginal) => {
   const crypto = await importOriginal<typeof import('node:crypto')>();
   const scrypt = (...args: Parameters<typeof crypto.scrypt>) => {
     scryptCalls.count += 1;
+    const [, , keylen, options] = args as unknown as [unknown, unknown, number, { N: number; r: number; p: number }];
+    scryptCalls.costs.push({ keylen, N: options.N, r: options.r, p: options.p });
     return (crypto.scrypt as (...a: unknown[]) => void)(...args);
   };
   return { ...crypto, scrypt, default: { ...crypto, scrypt } };
@@ -23,9 +29,11 @@ process.env.NEXTAUTH_SECRET = 'a test secret that is long enough to sign session
 
 const { buildAuthOptions, resolveOAuthSignIn } = await import('@/lib/auth/options');
 const { hashPassword } = await import('@/lib/auth/password');
-const { endAllSessions } = await import('@/lib/auth/accounts');
+const { endAllSessions, registerUser } = await import('@/lib/auth/accounts');
+const { issueAccessToken, verifyBearer } = await import('@/lib/auth/tokens');
 const { getDb } = await import('@/db/client');
 const { createUser, getUserByEmail, getUserById } = await import('@/db/queries/users');
+const { getConsent, upsertConsent, upsertOAuthRecord } = await import('@/db/queries/oauth');
 
 afterAll(() => {
   getDb().$client.close();
@@ -37,6 +45,28 @@ const options = buildAuthOptions({ signedInUserId: async () => signedInUserId })
 beforeEach(() => {
   signedInUserId = null;
 });
+
+const appUrl = 'http://localhost:3000';
+
+const credentials = options.providers.find((provider) => provider.id === 'credentials') as unknown as {
+  options: { authorize(credentials: Record<string, string>, request: object): Promise<AuthUser | null> };
+};
+const authorize = (email: string, password: string) => credentials.options.authorize({ email, password }, {});
+
+const readSession = (token: JWT, email: string) =>
+  options.callbacks!.session!({ session: { user: { email }, expires: 'later' }, token, user: undefined as never, newSession: undefined, trigger: 'update' });
+
+/** A connected app as the authorization server stores it: a grant, an access token of it, and the consent. */
+function grantApp(userId: string) {
+  const clientId = `client-${(counter += 1)}`;
+  const grantId = `grant-${counter}`;
+  upsertOAuthRecord({ model: 'Grant', idHash: `grant-hash-${counter}`, payload: { accountId: userId, clientId }, grantId: null, uid: null, expiresAt: null });
+  upsertOAuthRecord({ model: 'AccessToken', idHash: `token-hash-${counter}`, payload: { accountId: userId, clientId, grantId }, grantId, uid: null, expiresAt: null });
+  upsertConsent({ userId, clientId, clientName: 'An app', registration: 'dynamic', redirectHost: null, grantId, scope: 'mcp', allowedAt: Date.now() });
+  const records = () =>
+    getDb().$client.prepare("SELECT model FROM oauth_records WHERE json_extract(payload, '$.clientId') = ? ORDER BY model").all(clientId);
+  return { clientId, records };
+}
 
 const linkedRows = (userId: string) =>
   getDb().$client.prepare('SELECT provider, provider_account_id AS providerAccountId FROM linked_accounts WHERE user_id = ?').all(userId);
@@ -50,6 +80,44 @@ function github(id: number, email: string, verified: boolean) {
   const account: Account = { provider: 'github', type: 'oauth', providerAccountId: String(id) };
   const user: AuthUser = { id: String(id), name: `GitHub ${id}`, email: verified ? email : null };
   return { profile, account, user };
+}
+
+type GithubEmailEntry = { email: string; primary: boolean; verified: boolean };
+
+/**
+ * Runs our GitHub userinfo request as next-auth would after the code exchange: the profile from the
+ * client, the address list from GitHub's /user/emails (answered here: there is no network to GitHub).
+ * `typedEmail` is the address on the public profile, which anyone can type.
+ */
+async function githubThroughUserinfo(id: number, typedEmail: string, emails: GithubEmailEntry[] | 'unavailable') {
+  process.env.GITHUB_ID = 'github-client';
+  process.env.GITHUB_SECRET = 'github-secret';
+  const withGithub = buildAuthOptions({ signedInUserId: async () => signedInUserId });
+  delete process.env.GITHUB_ID;
+  delete process.env.GITHUB_SECRET;
+  const provider = withGithub.providers.find((candidate) => candidate.id === 'github') as unknown as {
+    options: {
+      userinfo: { request(context: { client: { userinfo(token: string): Promise<object> }; tokens: { access_token: string } }): Promise<Profile> };
+      profile(profile: Profile): { email: string | null };
+    };
+  };
+  const asked: Array<{ url: string; authorization: string | null }> = [];
+  vi.stubGlobal('fetch', async (url: string, init: RequestInit) => {
+    asked.push({ url, authorization: new Headers(init.headers).get('authorization') });
+    return emails === 'unavailable' ? new Response('rate limited', { status: 403 }) : Response.json(emails);
+  });
+  try {
+    const profile = await provider.options.userinfo.request({
+      client: { userinfo: async () => ({ id, login: `user${id}`, name: `GitHub ${id}`, email: typedEmail }) },
+      tokens: { access_token: `gho_${id}` },
+    });
+    expect(asked).toEqual([{ url: 'https://api.github.com/user/emails', authorization: `token gho_${id}` }]);
+    const { email } = provider.options.profile(profile);
+    const account: Account = { provider: 'github', type: 'oauth', providerAccountId: String(id) };
+    return { profile, account, user: { id: String(id), name: `GitHub ${id}`, email } as AuthUser };
+  } finally {
+    vi.unstubAllGlobals();
+  }
 }
 
 function google(sub: string, email: string, emailVerified: unknown) {
@@ -71,10 +139,34 @@ describe('OAuth sign-in', () => {
   it('joins the account with the same email when GitHub says that primary email is verified', async () => {
     const email = freshEmail('gh-verified');
     const existing = createUser({ email, passwordHash: null });
-    const { allowed, token } = await oauthSignIn(github(101, email, true));
+    const emails = [
+      { email: freshEmail('gh-old'), primary: false, verified: true },
+      { email, primary: true, verified: true },
+    ];
+    const { allowed, token } = await oauthSignIn(await githubThroughUserinfo(101, freshEmail('gh-typed'), emails));
     expect(allowed).toBe(true);
     expect(token?.uid).toBe(existing.id);
     expect(linkedRows(existing.id)).toEqual([{ provider: 'github', providerAccountId: '101' }]);
+  });
+
+  it('takes only GitHub’s primary and verified address: not a verified secondary, an unverified primary or the profile’s', async () => {
+    const email = freshEmail('gh-pick');
+    const existing = createUser({ email });
+    const lists: Array<GithubEmailEntry[] | 'unavailable'> = [
+      [
+        { email, primary: false, verified: true },
+        { email: freshEmail('gh-primary'), primary: true, verified: false },
+      ],
+      [{ email, primary: true, verified: false }],
+      [],
+      'unavailable',
+    ];
+    for (const [index, emails] of lists.entries()) {
+      const signIn = await githubThroughUserinfo(110 + index, email, emails);
+      expect(signIn.user.email).toBeNull();
+      expect((await oauthSignIn(signIn)).allowed).toBe('/signin?error=OAuthEmailNotVerified');
+    }
+    expect(linkedRows(existing.id)).toEqual([]);
   });
 
   it('refuses to join an account by an email GitHub has not verified, and creates nothing', async () => {
@@ -141,6 +233,40 @@ describe('OAuth sign-in', () => {
     expect(resolveOAuthSignIn({ ...newcomer, providerAccountId: '107', email: null, emailVerified: false }, closed)).toEqual({ ok: true, userId: existing.id });
   });
 
+  it('a verified email joining an account that has a password ends that password and everything it let in', async () => {
+    const email = freshEmail('squatted');
+    // Someone signs up first with the owner's address and a password of theirs, and sets up access.
+    const squatter = await registerUser({ email, password: 'the squatter’s password' });
+    if (!squatter.ok) throw new Error(squatter.message);
+    const squatterSession = (await authorize(email, 'the squatter’s password'))!;
+    const squatterToken = await options.callbacks!.jwt!({ token: {}, user: squatterSession, account: { provider: 'credentials', type: 'credentials', providerAccountId: squatterSession.id }, trigger: 'signIn' });
+    const { token: personalToken } = issueAccessToken({ userId: squatter.user.id, name: 'squatter’s client' });
+    const app = grantApp(squatter.user.id);
+
+    const { allowed, token } = await oauthSignIn(google('g-owner', email, true));
+    expect(allowed).toBe(true);
+    expect(token?.uid).toBe(squatter.user.id);
+    expect(getUserById(squatter.user.id)!.passwordHash).toBeNull();
+    expect(await authorize(email, 'the squatter’s password')).toBeNull();
+    expect(await readSession(squatterToken, email)).toEqual({ expires: 'later' });
+    expect(await readSession(token!, email)).toMatchObject({ user: { id: squatter.user.id } });
+    expect(verifyBearer(`Bearer ${personalToken}`, appUrl)).toEqual({ ok: false, reason: 'revoked' });
+    expect(app.records()).toEqual([]);
+    expect(getConsent(squatter.user.id, app.clientId)).toBeUndefined();
+  });
+
+  it('a verified email joining an account without a password keeps its sessions, tokens and apps', async () => {
+    const email = freshEmail('operator-made');
+    const user = createUser({ email });
+    const { token: personalToken } = issueAccessToken({ userId: user.id, name: 'client' });
+    const app = grantApp(user.id);
+    expect((await oauthSignIn(google('g-operator-made', email, true))).allowed).toBe(true);
+    expect(getUserById(user.id)!.sessionGeneration).toBe(user.sessionGeneration);
+    expect(verifyBearer(`Bearer ${personalToken}`, appUrl)).toMatchObject({ ok: true });
+    expect(app.records()).toHaveLength(2);
+    expect(getConsent(user.id, app.clientId)).toBeDefined();
+  });
+
   it('puts the session generation in the token; a raised generation leaves the session without a user', async () => {
     const email = freshEmail('generation');
     const user = createUser({ email });
@@ -156,10 +282,6 @@ describe('OAuth sign-in', () => {
 });
 
 describe('email and password sign-in', () => {
-  const credentials = options.providers.find((provider) => provider.id === 'credentials') as unknown as {
-    options: { authorize(credentials: Record<string, string>, request: object): Promise<AuthUser | null> };
-  };
-  const authorize = (email: string, password: string) => credentials.options.authorize({ email, password }, {});
 
   it('signs in with the right password only', async () => {
     const email = freshEmail('password');
@@ -168,12 +290,17 @@ describe('email and password sign-in', () => {
     expect(await authorize(email, 'wrong horse battery staple')).toBeNull();
   });
 
-  it('hashes a dummy for unknown accounts and accounts without a password, as it does for real ones', async () => {
+  it('hashes at full cost for unknown accounts and accounts without a password, as it does for real ones', async () => {
+    const real = createUser({ email: freshEmail('real'), passwordHash: await hashPassword('the real password') });
+    scryptCalls.costs = [];
+    expect(await authorize(real.email, 'some password')).toBeNull();
+    const realCost = scryptCalls.costs;
+    expect(realCost).toEqual([{ keylen: 64, N: 2 ** 17, r: 8, p: 1 }]);
     const passwordless = createUser({ email: freshEmail('no-password') });
     for (const email of [freshEmail('nobody'), passwordless.email]) {
-      scryptCalls.count = 0;
+      scryptCalls.costs = [];
       expect(await authorize(email, 'some password')).toBeNull();
-      expect(scryptCalls.count).toBeGreaterThanOrEqual(1);
+      expect(scryptCalls.costs.at(-1)).toEqual(realCost[0]);
     }
   });
 
@@ -199,5 +326,15 @@ describe('email and password sign-in', () => {
     expect(Number(upgraded.passwordHash!.split('$')[1])).toBeGreaterThanOrEqual(2 ** 17);
     expect(upgraded.sessionGeneration).toBe(user.sessionGeneration);
     expect(await authorize(email, 'an older password')).toMatchObject({ id: user.id });
+  });
+});
+
+describe('sign-up', () => {
+  it('says an email has an account only after a full-cost hash, as a sign-in would spend', async () => {
+    const taken = createUser({ email: freshEmail('taken'), passwordHash: await hashPassword('the owner’s password') });
+    scryptCalls.costs = [];
+    const result = await registerUser({ email: taken.email, password: 'a guess at an account' });
+    expect(result).toMatchObject({ ok: false, field: 'email' });
+    expect(scryptCalls.costs).toEqual([{ keylen: 64, N: 2 ** 17, r: 8, p: 1 }]);
   });
 });

@@ -98,6 +98,7 @@ describe('configuration', () => {
       AUTH_THROTTLE_WINDOW_SECONDS: 900,
       SIGNIN_MAX_PER_IP: 50,
       SIGNIN_MAX_PER_ACCOUNT: 10,
+      SIGNIN_MAX_PER_ACCOUNT_ALL_ADDRESSES: 100,
       SIGNUP_MAX_PER_IP: 20,
     });
     expect(parseEnv({ TRUST_PROXY: 'true', SIGNIN_MAX_PER_ACCOUNT: '3' })).toMatchObject({ trustProxy: true, SIGNIN_MAX_PER_ACCOUNT: 3 });

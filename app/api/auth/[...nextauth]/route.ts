@@ -1,6 +1,6 @@
 import NextAuth from 'next-auth';
 import { getAuthOptions } from '@/lib/auth/options';
-import { refuseThrottledSignIn } from '@/lib/auth/throttle';
+import { answerThrottledSignIn } from '@/lib/auth/throttle';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
@@ -9,9 +9,9 @@ type RouteContext = { params: Promise<{ nextauth: string[] }> };
 
 const handle = (request: Request, context: RouteContext) => NextAuth(getAuthOptions())(request, context);
 
-/** Email-and-password sign-ins pass the throttle first: NextAuth itself cannot answer 429. */
+/** NextAuth itself cannot answer 429: a sign-in the throttle refused is given its status here. */
 async function handlePost(request: Request, context: RouteContext) {
-  return (await refuseThrottledSignIn(request)) ?? handle(request, context);
+  return answerThrottledSignIn(await handle(request, context));
 }
 
 export { handle as GET, handlePost as POST };

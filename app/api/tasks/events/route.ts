@@ -1,4 +1,4 @@
-import { getCurrentUser } from '@/lib/auth/session';
+import { getCurrentUser, whenSessionsEnd } from '@/lib/auth/session';
 import { getEnv } from '@/lib/env';
 import { capRetryAfterMs, takeStreamPlace } from '@/lib/mcp/caps';
 import { SseStream } from '@/lib/mcp/sse';
@@ -28,6 +28,7 @@ export async function GET(request: Request) {
     stream.send({ type: event.type, taskId: ownerOf(event).taskId });
   });
   stream.signal.addEventListener('abort', unsubscribe, { once: true });
+  whenSessionsEnd(user, stream.signal, () => stream.close());
   request.signal.addEventListener('abort', () => stream.close(), { once: true });
   stream.send({ type: 'ready' });
   return stream.response();

@@ -16,7 +16,7 @@ import {
   taskIdParamsSchema,
   tasksProtocolVersion,
 } from './schema';
-import { callStreamKey } from './session-streams';
+import { callStreamKey, resultStreamKey } from './session-streams';
 import { modelImmediateResponseKey, taskErrorToRpc, taskResultPayload, toTask } from './task-messages';
 
 /** What a method handler gets besides its params. */
@@ -136,9 +136,14 @@ async function callTool(rawParams: unknown, ctx: RequestContext): Promise<Record
  * progressToken, and a heartbeat when the tool is quiet), its questions, and then exactly what
  * tasks/result would return.
  */
-export async function followCallTask(ctx: RequestContext, taskId: string, progressToken: string | number | undefined): Promise<Record<string, unknown>> {
+export async function followCallTask(
+  ctx: RequestContext,
+  taskId: string,
+  progressToken: string | number | undefined,
+  progressSent?: number,
+): Promise<Record<string, unknown>> {
   const questions = new QuestionRelay(ctx, taskId, 'unnamed');
-  const progress = progressToken !== undefined ? new ProgressRelay(ctx, progressToken) : undefined;
+  const progress = progressToken !== undefined ? new ProgressRelay(ctx, progressToken, progressSent) : undefined;
   // Log messages are not stored: only a call that is being followed carries them.
   const stopFollowingEvents = ctx.engine.bus.subscribe(topics.task(taskId), (event) => {
     if (event.type === 'task-log' && isLoggedFor(ctx.session.id, event.level)) ctx.send(logNotification(event.level, event.data, event.logger));
@@ -169,7 +174,9 @@ export async function followCallTask(ctx: RequestContext, taskId: string, progre
 /**
  * Forwards a task's progress to the client that asked for it with a progressToken, and keeps the call
  * alive: when the tool has reported nothing for heartbeatMs, the last progress is repeated, nudged up
- * (progress must increase with every notification) and worded with the task's status.
+ * (progress must increase with every notification) and worded with the task's status. A relay that
+ * takes over a stream (after a restart) starts from the last progress sent on it, not from the stored
+ * progress, which lags, nor from a tool that starts over.
  */
 class ProgressRelay {
   private lastSent: number | undefined;
@@ -181,7 +188,10 @@ class ProgressRelay {
   constructor(
     private readonly ctx: RequestContext,
     private readonly token: string | number,
+    sentBefore: number | undefined,
   ) {
+    this.lastSent = sentBefore;
+    this.latest = sentBefore;
     this.schedule();
   }
 
@@ -310,7 +320,7 @@ const methods: Record<string, { handler: MethodHandler; needsTasks?: boolean }> 
       try {
         let row = ctx.engine.getTask(taskId, ctx.userId);
         if (!isTerminal(row.status)) {
-          ctx.openStream();
+          ctx.openStream(resultStreamKey(taskId));
           const relay = new QuestionRelay(ctx, taskId, 'named');
           const release = carryQuestions(ctx.session.id, taskId);
           try {

@@ -7,9 +7,12 @@ import { clientTaskVia } from './client-task-poller';
 import { canCancelTasks, canReceive, inputRequestId, markSentOnGetStream, questionsCarried, requestFor, sentOnGetStream, withdrawalFor } from './input-requests';
 import {
   appendSessionMessage,
+  getFirstSessionStreamMessage,
+  getLastSessionStreamProgress,
   getMcpSessionById,
   getLastSessionMessageId,
-  getSessionMessageStream,
+  getSessionRequestStream,
+  hasSessionStream,
   hasSessionStreamEnded,
   listSessionMessagesAfter,
   listSessionRequestIdsWithPrefix,
@@ -27,7 +30,7 @@ const replayBatch = 100;
  * server closed (a resumed stream misses nothing, so a second is no loss).
  */
 const reconnectDelayMs = 1000;
-/** An outbox row with no message: a priming event, which only gives the client an id to resume from. */
+/** An outbox row with no message: a priming event, which only gives the client an id to resume from (a response stream's also names its request). */
 const primingMessage = {};
 /** The end of a response stream whose request was cancelled: it has no response, and ends here. */
 const endWithoutResponse = { end: true };
@@ -39,11 +42,29 @@ const isResponse = (message: Record<string, unknown>) => 'jsonrpc' in message &&
 /** The key of the response stream of the plain tools/call that started a task. */
 export const callStreamKey = (taskId: string) => `call:${taskId}`;
 export const taskIdOfCallStream = (key: string) => (key.startsWith('call:') ? key.slice('call:'.length) : undefined);
+/** The key of one tasks/result stream of a task (a task may have several waiting at once). */
+export const resultStreamKey = (taskId: string) => `result:${taskId}:${randomBytes(9).toString('base64url')}`;
+export const taskIdOfResultStream = (key: string) => /^result:([^:]+):[A-Za-z0-9_-]+$/.exec(key)?.[1];
 
-/** What a GET request with Last-Event-ID resumes: the session's GET stream, or one response stream. */
+/**
+ * An SSE event id names the stream it belongs to and its row in the session's outbox:
+ * `get:<row>` on the GET stream, `<response stream key>:<row>` on a response stream. So a
+ * Last-Event-ID whose rows are gone still says which stream it was, and never resumes another one.
+ */
+const getStreamTag = 'get';
+const eventIdOf = (key: string | null, rowId: number) => `${key ?? getStreamTag}:${rowId}`;
+
+function parseEventId(text: string): { key: string | null; cursor: number } | undefined {
+  const match = /^(.+):(\d{1,15})$/.exec(text);
+  if (!match) return undefined;
+  return { key: match[1] === getStreamTag ? null : match[1], cursor: Number(match[2]) };
+}
+
+/** What a GET request with Last-Event-ID resumes: the session's GET stream, one response stream, or nothing it knows. */
 export type ResumeTarget =
   | { kind: 'session'; cursor: number | null }
-  | { kind: 'response'; key: string; cursor: number; live: boolean; ended: boolean };
+  | { kind: 'response'; key: string; cursor: number; live: boolean; ended: boolean }
+  | { kind: 'unknown' };
 
 /**
  * The sessions' streams. Every message is written to the session's outbox first, under the stream it
@@ -89,30 +110,46 @@ export class SessionStreams {
     return stream;
   }
 
-  /** Where a Last-Event-ID points: an id of this session's GET stream, of one of its response streams, or none. */
+  /**
+   * Where a Last-Event-ID points: no id opens a fresh GET stream; an id of the GET stream resumes it; an
+   * id of a response stream this session still has resumes that stream. Anything else is unknown.
+   */
   resumeTarget(sessionId: string, lastEventId: string | null): ResumeTarget {
     const trimmed = lastEventId?.trim() ?? '';
-    if (!/^\d+$/.test(trimmed)) return { kind: 'session', cursor: null };
-    const cursor = Number(trimmed);
-    const row = getSessionMessageStream(sessionId, cursor);
-    if (!row || row.stream === null) return { kind: 'session', cursor };
-    return {
-      kind: 'response',
-      key: row.stream,
-      cursor,
-      live: this.liveResponses.has(row.stream),
-      ended: hasSessionStreamEnded(sessionId, row.stream),
-    };
+    if (trimmed === '') return { kind: 'session', cursor: null };
+    const eventId = parseEventId(trimmed);
+    if (!eventId) return { kind: 'unknown' };
+    const { key, cursor } = eventId;
+    if (key === null) return { kind: 'session', cursor };
+    if (!hasSessionStream(sessionId, key)) return { kind: 'unknown' };
+    return { kind: 'response', key, cursor, live: this.liveResponses.has(key), ended: hasSessionStreamEnded(sessionId, key) };
+  }
+
+  /** The JSON-RPC id of the request a response stream answers, as its priming row recorded it. */
+  requestIdOfResponse(sessionId: string, key: string): string | number | undefined {
+    const requestId = getFirstSessionStreamMessage(sessionId, key)?.requestId;
+    return typeof requestId === 'string' || typeof requestId === 'number' ? requestId : undefined;
+  }
+
+  /** The last progress sent on a response stream for this token: where progress continues after a restart. */
+  lastProgressSent(sessionId: string, key: string, progressToken: string | number): number | undefined {
+    return getLastSessionStreamProgress(sessionId, key, progressToken);
+  }
+
+  /** The stream a request to the client went on (null: the GET stream), for requests that follow it up. */
+  streamOfRequest(sessionId: string, requestId: string): string | null {
+    return getSessionRequestStream(sessionId, requestId)?.stream ?? null;
   }
 
   /**
    * Opens a response stream for a request being answered: its messages go through the outbox under
    * `key`, so that the client can resume it. The stream stays live until `endResponse`.
    */
-  openResponse(session: McpSession, key: string): SseStream {
+  openResponse(session: McpSession, key: string, requestId: string | number): SseStream {
     this.liveResponses.add(key);
-    // The priming event gives the client an event id before anything else happens.
-    if (session.protocolVersion === tasksProtocolVersion) this.deliver(session.id, primingMessage, key);
+    // The priming event gives the client an event id before anything else happens; its row keeps the
+    // request's id, so that the request can be answered on this stream after a restart.
+    if (session.protocolVersion === tasksProtocolVersion) this.deliver(session.id, { requestId }, key);
     return this.readResponse(session.id, key, 0);
   }
 
@@ -192,8 +229,8 @@ export class SessionStreams {
             stream.close();
             return;
           }
-          if (isPriming(row.message)) stream.prime(row.id, reconnectDelayMs);
-          else stream.send(row.message, row.id);
+          if (isPriming(row.message)) stream.prime(eventIdOf(key, row.id), reconnectDelayMs);
+          else stream.send(row.message, eventIdOf(key, row.id));
           cursor = row.id;
           if (key !== null && isResponse(row.message)) {
             stream.close();

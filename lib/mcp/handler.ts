@@ -33,7 +33,7 @@ import {
 } from './schema';
 import { answersWithStream, makeRoomForSession, takeMcpStreamPlace, type StreamPlace } from './caps';
 import { followClientTask } from './client-task-poller';
-import { canCancelTasks, clientLabel, parseInputRequestId } from './input-requests';
+import { canCancelTasks, clientLabel, forgetAnsweredCopies, markCopyAnswered, parseInputRequestId } from './input-requests';
 import { getRateLimits } from './rate-limit';
 import { summarizeMessage, type RequestFacts } from './request-facts';
 import type { SseStream } from './sse';
@@ -232,6 +232,7 @@ function receiveResponse(message: JsonRpcResponse, ctx: McpContext, session: Mcp
   const target = parseInputRequestId(message.id);
   if (!target) return emptyReply(202);
   const via = String(message.id);
+  markCopyAnswered(session.id, via);
   const label = clientLabel(session);
   if (!('result' in message)) {
     ctx.engine.inputs.refuse(target.inputId, caller.userId, message.error, label, via);
@@ -239,6 +240,7 @@ function receiveResponse(message: JsonRpcResponse, ctx: McpContext, session: Mcp
   }
   const clientTask = (message.result as { task?: { taskId?: unknown; pollInterval?: unknown } }).task;
   if (clientTask && typeof clientTask.taskId === 'string') {
+    const stream = ctx.streams.streamOfRequest(session.id, via);
     if (ctx.engine.inputs.claimForClientTask(target.inputId, caller.userId, clientTask.taskId)) {
       // The client took the question as a task of its own: follow it until it has the answer.
       followClientTask({
@@ -248,12 +250,13 @@ function receiveResponse(message: JsonRpcResponse, ctx: McpContext, session: Mcp
         userId: caller.userId,
         inputId: target.inputId,
         clientTaskId: clientTask.taskId,
+        stream,
         pollIntervalMs: typeof clientTask.pollInterval === 'number' ? clientTask.pollInterval : undefined,
         label,
       }).catch((error: unknown) => console.error(`Following the client's task ${JSON.stringify(clientTask.taskId)} failed`, error));
     } else if (canCancelTasks(session)) {
       // Answered already, or another copy became the client's task first: this one is not needed.
-      ctx.streams.clientRequests.send(session.id, 'tasks/cancel', { taskId: clientTask.taskId }).catch(() => {});
+      ctx.streams.clientRequests.send(session.id, 'tasks/cancel', { taskId: clientTask.taskId }, stream).catch(() => {});
     }
     return emptyReply(202);
   }
@@ -594,6 +597,7 @@ function handleDelete(request: McpHttpRequest, ctx: McpContext, userId: string, 
 /** An ended session's stream closes and its requests in flight stop. */
 function stopSessionWork(ctx: McpContext, sessionId: string): void {
   ctx.streams.close(sessionId);
+  forgetAnsweredCopies(sessionId);
   for (const [key, controller] of inFlight) {
     if (key.startsWith(`${sessionId}\u0000`)) controller.abort(new Error('Session ended'));
   }

@@ -7,7 +7,7 @@ import { isTerminal } from '@/lib/tasks/states';
 import { randomBytes } from 'node:crypto';
 import { ErrorCode, RpcError } from './errors';
 import { isLoggedFor, logNotification } from './logging';
-import { canReceive, carryQuestions, inputRequestId, requestFor, sentOnGetStream, withdrawalFor, type RelatedTask } from './input-requests';
+import { canReceive, carryQuestions, inputRequestId, isCopyAnswered, requestFor, sentOnGetStream, withdrawalFor, type RelatedTask } from './input-requests';
 import {
   callToolParamsSchema,
   listParamsSchema,
@@ -245,6 +245,8 @@ const heartbeatStep = (total: number | undefined) => (total ?? 1) * 1e-6;
 class QuestionRelay {
   private readonly sent = new Map<string, string>();
   private readonly withdrawn = new Set<string>();
+  /** Questions whose copy sent here the client took as a task of its own: asked again if that task is given up. */
+  private readonly handedOver = new Set<string>();
 
   constructor(
     private readonly ctx: RequestContext,
@@ -253,16 +255,24 @@ class QuestionRelay {
   ) {}
 
   sync(task: TaskRow): void {
+    const sessionId = this.ctx.session.id;
     for (const input of this.ctx.engine.inputs.listForTask(this.taskId)) {
-      const sentId = this.sent.get(input.id);
+      let sentId = this.sent.get(input.id);
       if (input.status === 'pending') {
-        // A client already answering through a task of its own, or asked on its open GET stream, is
-        // not asked again.
-        if (sentId || input.clientTaskId || !canReceive(this.ctx.session, input.kind) || sentOnGetStream(this.ctx.session.id, input.id)) continue;
+        if (input.clientTaskId) {
+          if (sentId && isCopyAnswered(sessionId, sentId)) this.handedOver.add(input.id);
+          continue;
+        }
+        if (sentId && this.handedOver.delete(input.id)) {
+          this.sent.delete(input.id);
+          sentId = undefined;
+        }
+        // A client asked here already, or on its open GET stream, is not asked again.
+        if (sentId || !canReceive(this.ctx.session, input.kind) || sentOnGetStream(sessionId, input.id)) continue;
         const id = inputRequestId(input.id, randomBytes(6).toString('base64url'));
         this.sent.set(input.id, id);
         this.ctx.send(requestFor(input, id, this.ctx.session, task.expiresAt, this.relatedTask));
-      } else if (sentId && !input.clientTaskId && !this.withdrawn.has(input.id) && input.answeredVia !== sentId) {
+      } else if (sentId && !this.withdrawn.has(input.id) && input.answeredVia !== sentId && !isCopyAnswered(sessionId, sentId)) {
         this.withdrawn.add(input.id);
         this.ctx.send(withdrawalFor(input, sentId, this.relatedTask));
       }

@@ -4,7 +4,18 @@ import type { TaskInputRow } from '@/lib/tasks/inputs';
 import { listPendingTaskInputsBySessionId } from '@/db/queries/inputs';
 import { ClientRequests } from './client-requests';
 import { clientTaskVia } from './client-task-poller';
-import { canCancelTasks, canReceive, inputRequestId, markSentOnGetStream, questionsCarried, requestFor, sentOnGetStream, withdrawalFor } from './input-requests';
+import {
+  canCancelTasks,
+  canReceive,
+  inputRequestId,
+  isCopyAnswered,
+  markSentOnGetStream,
+  questionsCarried,
+  releaseGetStreamCopies,
+  requestFor,
+  sentOnGetStream,
+  withdrawalFor,
+} from './input-requests';
 import {
   appendSessionMessage,
   getFirstSessionStreamMessage,
@@ -78,8 +89,13 @@ export class SessionStreams {
   private readonly responseReaders = new Map<string, { sessionId: string; readers: Set<SseStream> }>();
   /** Response streams whose request is still being worked on in this process. */
   private readonly liveResponses = new Set<string>();
-  /** Requests to clients about their own tasks, sent through the sessions' outboxes. */
-  readonly clientRequests = new ClientRequests((sessionId, message) => this.deliver(sessionId, message));
+  /**
+   * Requests to clients about their own tasks, sent through the sessions' outboxes on the stream their
+   * question went on; on the GET stream once that stream has ended (nobody reads it any more).
+   */
+  readonly clientRequests = new ClientRequests((sessionId, message, stream) =>
+    this.deliver(sessionId, message, stream !== null && hasSessionStreamEnded(sessionId, stream) ? null : stream),
+  );
 
   constructor(
     private readonly bus: EventBus,
@@ -105,9 +121,29 @@ export class SessionStreams {
         if (!questionsCarried(sessionId, task.id) || sentOnGetStream(sessionId, input.id)) this.sendQuestion(session, input, task.expiresAt, true);
       }
     }
-    stream.signal.addEventListener('abort', () => this.open_.get(sessionId) === stream && this.open_.delete(sessionId), { once: true });
+    stream.signal.addEventListener(
+      'abort',
+      () => {
+        if (this.open_.get(sessionId) !== stream) return;
+        this.open_.delete(sessionId);
+        this.offerElsewhere(sessionId);
+      },
+      { once: true },
+    );
     this.pump(stream, sessionId, null, cursor);
     return stream;
+  }
+
+  /**
+   * The questions a closed GET stream carried are offered again: the tasks/result streams waiting for
+   * their tasks are woken (an input event on the task's topic only), and a fresh GET stream asks them.
+   */
+  private offerElsewhere(sessionId: string): void {
+    const released = new Set(releaseGetStreamCopies(sessionId));
+    if (released.size === 0) return;
+    for (const input of listPendingTaskInputsBySessionId(sessionId)) {
+      if (released.has(input.id)) this.bus.publish(topics.task(input.taskId), { type: 'input-changed', input });
+    }
   }
 
   /**
@@ -262,13 +298,15 @@ export class SessionStreams {
       return;
     }
     if (task.invocation === 'call') return;
+    // Open: a new question, or one whose client task was given up. The streams carrying the task's
+    // questions ask it; else the GET stream does.
+    markSentOnGetStream(session.id, input.id, false);
     if (input.status === 'pending') {
       if (!questionsCarried(session.id, task.id)) this.sendQuestion(session, input, task.expiresAt, this.open_.has(session.id));
       return;
     }
-    markSentOnGetStream(session.id, input.id, false);
     for (const id of listSessionRequestIdsWithPrefix(session.id, inputRequestId(input.id, ''))) {
-      if (input.answeredVia !== id) this.deliver(session.id, withdrawalFor(input, id));
+      if (input.answeredVia !== id && !isCopyAnswered(session.id, id)) this.deliver(session.id, withdrawalFor(input, id));
     }
   }
 

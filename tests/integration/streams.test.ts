@@ -149,3 +149,76 @@ describe('after a restart', () => {
     expect(messages.at(-1)).toMatchObject({ id: 'result-after-restart', result: { content: [{ type: 'text', text: 'Waited 3 s.' }] } });
   });
 });
+
+const answer = (mcp: RawMcp, id: string, result: Record<string, unknown>) => mcp.post({ jsonrpc: '2.0', id, result });
+const refuse = (mcp: RawMcp, id: string, message: string) => mcp.post({ jsonrpc: '2.0', id, error: { code: -32603, message } });
+const answerText = (text: string) => ({ content: [{ type: 'text', text: `Answer (given in the MCP client): ${text}` }] });
+
+async function startAskHuman(mcp: RawMcp, question: string): Promise<string> {
+  const { task } = await mcp.call('tools/call', { name: 'ask_human', arguments: { question }, task: {} });
+  return task.taskId;
+}
+
+async function resultStream(mcp: RawMcp, id: string, taskId: string): Promise<SseReader> {
+  return new SseReader(await mcp.post({ jsonrpc: '2.0', id, method: 'tasks/result', params: { taskId } }));
+}
+
+describe('questions to clients', () => {
+  it('follows up a client task on the stream its question went on, and asks again when that task cannot be followed', async () => {
+    const mcp = await rawSession({ elicitation: {}, tasks: { requests: { elicitation: { create: {} } } } });
+    const taskId = await startAskHuman(mcp, 'Yours to track?');
+    const reader = await resultStream(mcp, 'waiting', taskId);
+    const question = await reader.nextMessageWhere((message) => message.method === 'elicitation/create');
+    const now = new Date().toISOString();
+    const clientTask = { taskId: 'client-task-1', status: 'working', createdAt: now, lastUpdatedAt: now, ttl: 60_000, pollInterval: 250 };
+    expect((await answer(mcp, question.id, { task: clientTask })).status).toBe(202);
+    // No GET stream is open: the follow-ups come on the tasks/result stream the client reads.
+    for (let failures = 0; failures < 5; failures += 1) {
+      const poll = await reader.nextMessageWhere((message) => message.method === 'tasks/get');
+      expect(poll.params).toEqual({ taskId: 'client-task-1' });
+      expect((await refuse(mcp, poll.id, 'no such task')).status).toBe(202);
+    }
+    const again = await reader.nextMessageWhere((message) => message.method === 'elicitation/create');
+    expect(again.id).not.toBe(question.id);
+    expect(again.params.message).toBe('Yours to track?');
+    expect((await answer(mcp, again.id, { action: 'accept', content: { answer: 'asked again' } })).status).toBe(202);
+    expect(await reader.nextMessageWhere((message) => message.id === 'waiting')).toMatchObject({ result: answerText('asked again') });
+  });
+
+  it('offers a question on a waiting tasks/result stream once the GET stream that carried it closes', async () => {
+    const mcp = await rawSession({ elicitation: {} });
+    const getStream = await mcp.openGetStream();
+    await getStream.next();
+    const taskId = await startAskHuman(mcp, 'Still pinned?');
+    const onGet = await getStream.nextMessageWhere((message) => message.method === 'elicitation/create');
+    const reader = await resultStream(mcp, 'waiting', taskId);
+    await reader.next();
+    await getStream.close();
+    const offered = await reader.nextMessageWhere((message) => message.method === 'elicitation/create');
+    expect(offered.id).not.toBe(onGet.id);
+    expect((await answer(mcp, offered.id, { action: 'accept', content: { answer: 'moved' } })).status).toBe(202);
+    expect(await reader.nextMessageWhere((message) => message.id === 'waiting')).toMatchObject({ result: answerText('moved') });
+  });
+
+  it('withdraws only the copies the client has not responded to', async () => {
+    const mcp = await rawSession({ elicitation: {} });
+    const getStream = await mcp.openGetStream();
+    await getStream.next();
+    const taskId = await startAskHuman(mcp, 'Who answers?');
+    const onGet = await getStream.nextMessageWhere((message) => message.method === 'elicitation/create');
+    // The person closed the client's dialog: an error, and the question stays open for others.
+    expect((await refuse(mcp, onGet.id, 'dialog closed')).status).toBe(202);
+    const other = await rawSession({ elicitation: {} });
+    const reader = await resultStream(other, 'other', taskId);
+    const copy = await reader.nextMessageWhere((message) => message.method === 'elicitation/create');
+    expect((await answer(other, copy.id, { action: 'accept', content: { answer: 'elsewhere' } })).status).toBe(202);
+    expect(await reader.nextMessageWhere((message) => message.id === 'other')).toMatchObject({ result: answerText('elsewhere') });
+    const seen: Array<Record<string, any>> = [];
+    await getStream.nextMessageWhere((message) => {
+      seen.push(message);
+      return message.method === 'notifications/tasks/status' && message.params.status === 'completed';
+    });
+    expect(seen.filter((message) => message.method === 'notifications/cancelled')).toEqual([]);
+    await getStream.close();
+  });
+});

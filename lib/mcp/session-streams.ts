@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { getTaskById } from '@/db/queries/tasks';
+import { getTaskById, type TaskRow } from '@/db/queries/tasks';
 import type { TaskInputRow } from '@/lib/tasks/inputs';
 import { listPendingTaskInputsBySessionId } from '@/db/queries/inputs';
 import { ClientRequests } from './client-requests';
@@ -30,6 +30,7 @@ import {
 } from '@/db/queries/sessions';
 import type { McpSession } from '@/db/queries/sessions';
 import { topics, type BusEvent, type EventBus } from '@/lib/tasks/bus';
+import { isTerminal } from '@/lib/tasks/states';
 import { tasksProtocolVersion } from './schema';
 import { isLoggedFor, logNotification } from './logging';
 import { relatedTaskMeta, toTask } from './task-messages';
@@ -89,6 +90,8 @@ export class SessionStreams {
   private readonly responseReaders = new Map<string, { sessionId: string; readers: Set<SseStream> }>();
   /** Response streams whose request is still being worked on in this process. */
   private readonly liveResponses = new Set<string>();
+  /** The last progress each running task sent on its session's GET stream: progress must increase. */
+  private readonly progressOnGetStream = new Map<string, number>();
   /**
    * Requests to clients about their own tasks, sent through the sessions' outboxes on the stream their
    * question went on; on the GET stream once that stream has ended (nobody reads it any more).
@@ -337,6 +340,20 @@ export class SessionStreams {
     if (messageId !== undefined) this.bus.publish(topics.sessionStream(sessionId, key), { type: 'session-message', sessionId, messageId });
   }
 
+  /**
+   * Whether a task's progress report is ahead of what its session's GET stream was last sent. A task
+   * resumed after a restart starts from its stored progress, which lags what was sent, so its first
+   * report is compared with the last one in the outbox.
+   */
+  private isProgressAhead(task: TaskRow, progress: number): boolean {
+    const last =
+      this.progressOnGetStream.get(task.id) ??
+      (task.attempt > 1 && task.sessionId && task.progressToken !== null ? getLastSessionStreamProgress(task.sessionId, null, task.progressToken) : undefined);
+    if (last !== undefined && progress <= last) return false;
+    this.progressOnGetStream.set(task.id, progress);
+    return true;
+  }
+
   /** Turns task events into the notifications the session that started the task receives. */
   notifyTaskEvents(event: BusEvent): void {
     if (event.type === 'input-changed') this.relayQuestion(event.input);
@@ -347,7 +364,10 @@ export class SessionStreams {
     if (event.type === 'task-log' && event.task.sessionId && event.task.invocation === 'task' && isLoggedFor(event.task.sessionId, event.level)) {
       this.deliver(event.task.sessionId, logNotification(event.level, event.data, event.logger, relatedTaskMeta(event.task.id)));
     }
+    if (event.type === 'task-changed' && isTerminal(event.task.status)) this.progressOnGetStream.delete(event.task.id);
+    if (event.type === 'task-deleted') this.progressOnGetStream.delete(event.taskId);
     if (event.type === 'task-progress' && event.task.sessionId && event.task.progressToken !== null && event.task.invocation === 'task') {
+      if (!this.isProgressAhead(event.task, event.progress)) return;
       this.deliver(event.task.sessionId, {
         jsonrpc: '2.0',
         method: 'notifications/progress',

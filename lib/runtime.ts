@@ -68,8 +68,7 @@ export function getRuntime(): Runtime {
       userId: input.userId,
       inputId: input.id,
       clientTaskId: input.clientTaskId,
-      // Which stream the question went on is not known after a restart: the session's GET stream.
-      stream: null,
+      stream: streams.streamOfClientTask(session.id, input.clientTaskId),
       label: clientLabel(session),
     }).catch((error: unknown) => console.error(`Following the client's task ${JSON.stringify(input.clientTaskId)} failed`, error));
   }

@@ -228,6 +228,23 @@ export function listSessionMessagesAfter(sessionId: string, afterId: number, lim
     .all();
 }
 
+/** The stream the latest request about a client's own task went on (null: the GET stream); undefined when none did. */
+export function getSessionClientTaskRequestStream(sessionId: string, clientTaskId: string): { stream: string | null } | undefined {
+  return getDb()
+    .select({ stream: sessionMessages.stream })
+    .from(sessionMessages)
+    .where(
+      and(
+        eq(sessionMessages.sessionId, sessionId),
+        sql`json_extract(${sessionMessages.message}, '$.method') IN ('tasks/get', 'tasks/result')`,
+        sql`json_extract(${sessionMessages.message}, '$.params.taskId') = ${clientTaskId}`,
+      ),
+    )
+    .orderBy(desc(sessionMessages.id))
+    .limit(1)
+    .get();
+}
+
 /** The last message of a response stream: its response, or the end of a stream that has none. */
 const endsStream = sql`(json_extract(${sessionMessages.message}, '$.method') IS NULL AND (json_extract(${sessionMessages.message}, '$.jsonrpc') IS NOT NULL OR json_extract(${sessionMessages.message}, '$.end') IS NOT NULL))`;
 

@@ -22,6 +22,7 @@ import {
   getLastSessionStreamProgress,
   getMcpSessionById,
   getLastSessionMessageId,
+  getSessionClientTaskRequestStream,
   getSessionRequestStream,
   hasSessionStream,
   hasSessionStreamEnded,
@@ -178,6 +179,11 @@ export class SessionStreams {
   /** The stream a request to the client went on (null: the GET stream), for requests that follow it up. */
   streamOfRequest(sessionId: string, requestId: string): string | null {
     return getSessionRequestStream(sessionId, requestId)?.stream ?? null;
+  }
+
+  /** Where a client's task was followed before a restart; the GET stream when it was not followed yet. */
+  streamOfClientTask(sessionId: string, clientTaskId: string): string | null {
+    return getSessionClientTaskRequestStream(sessionId, clientTaskId)?.stream ?? null;
   }
 
   /**

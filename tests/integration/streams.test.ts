@@ -222,3 +222,28 @@ describe('questions to clients', () => {
     await getStream.close();
   });
 });
+
+describe('a client task across a restart', () => {
+  it('is followed again on the tasks/result stream it was followed on', async () => {
+    const mcp = await rawSession({ elicitation: {}, tasks: { requests: { elicitation: { create: {} } } } });
+    const taskId = await startAskHuman(mcp, 'Across a restart?');
+    const controller = new AbortController();
+    const reader = new SseReader(await mcp.post({ jsonrpc: '2.0', id: 'across', method: 'tasks/result', params: { taskId } }, {}, controller.signal));
+    const question = await reader.nextMessageWhere((message) => message.method === 'elicitation/create');
+    const now = new Date().toISOString();
+    const clientTask = { taskId: 'client-task-2', status: 'working', createdAt: now, lastUpdatedAt: now, ttl: 60_000, pollInterval: 250 };
+    expect((await answer(mcp, question.id, { task: clientTask })).status).toBe(202);
+    const poll = await reader.nextMessageWhere((message) => message.method === 'tasks/get');
+    expect((await answer(mcp, poll.id, clientTask)).status).toBe(202);
+    controller.abort();
+    await server.restart();
+
+    const resumed = await mcp.openGetStream(poll.__eventId);
+    const again = await resumed.nextMessageWhere((message) => message.method === 'tasks/get', 20_000);
+    expect(again.params).toEqual({ taskId: 'client-task-2' });
+    expect((await answer(mcp, again.id, { ...clientTask, status: 'completed' })).status).toBe(202);
+    const fetched = await resumed.nextMessageWhere((message) => message.method === 'tasks/result');
+    expect((await answer(mcp, fetched.id, { action: 'accept', content: { answer: 'after the restart' } })).status).toBe(202);
+    expect(await resumed.nextMessageWhere((message) => message.id === 'across')).toMatchObject({ result: answerText('after the restart') });
+  });
+});

@@ -302,7 +302,8 @@ export class SessionStreams {
     if (input.clientTaskId) {
       // The client is answering through a task of its own: cancel it unless it gave the answer.
       if (input.status !== 'pending' && input.answeredVia !== clientTaskVia(input.clientTaskId) && canCancelTasks(session)) {
-        this.clientRequests.send(session.id, 'tasks/cancel', { taskId: input.clientTaskId }).catch(() => {});
+        const stream = this.streamOfClientTask(session.id, input.clientTaskId);
+        this.clientRequests.send(session.id, 'tasks/cancel', { taskId: input.clientTaskId }, stream).catch(() => {});
       }
       return;
     }

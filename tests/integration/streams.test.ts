@@ -185,6 +185,21 @@ describe('questions to clients', () => {
     expect(await reader.nextMessageWhere((message) => message.id === 'waiting')).toMatchObject({ result: answerText('asked again') });
   });
 
+  it("cancels a client's task on the stream it was followed on when the server's task is cancelled", async () => {
+    const mcp = await rawSession({ elicitation: {}, tasks: { cancel: {}, requests: { elicitation: { create: {} } } } });
+    const taskId = await startAskHuman(mcp, 'Cancelled under you?');
+    const reader = await resultStream(mcp, 'waiting', taskId);
+    const question = await reader.nextMessageWhere((message) => message.method === 'elicitation/create');
+    const now = new Date().toISOString();
+    const clientTask = { taskId: 'client-task-3', status: 'working', createdAt: now, lastUpdatedAt: now, ttl: 60_000, pollInterval: 250 };
+    expect((await answer(mcp, question.id, { task: clientTask })).status).toBe(202);
+    const poll = await reader.nextMessageWhere((message) => message.method === 'tasks/get');
+    expect((await answer(mcp, poll.id, clientTask)).status).toBe(202);
+    await mcp.call('tasks/cancel', { taskId });
+    const cancel = await reader.nextMessageWhere((message) => message.method === 'tasks/cancel');
+    expect(cancel.params).toEqual({ taskId: 'client-task-3' });
+  });
+
   it('offers a question on a waiting tasks/result stream once the GET stream that carried it closes', async () => {
     const mcp = await rawSession({ elicitation: {} });
     const getStream = await mcp.openGetStream();

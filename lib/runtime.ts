@@ -5,7 +5,7 @@ import { getEnv } from '@/lib/env';
 import { abortRequestsInFlight, type McpContext } from '@/lib/mcp/handler';
 import { followClientTask } from '@/lib/mcp/client-task-poller';
 import { logTaskEnds } from '@/lib/mcp/observe';
-import { clientLabel } from '@/lib/mcp/input-requests';
+import { clientLabel, forgetAnsweredCopies } from '@/lib/mcp/input-requests';
 import { closeAllStreams } from '@/lib/mcp/sse';
 import { SessionStreams } from '@/lib/mcp/session-streams';
 import { createInProcessBus, topics } from '@/lib/tasks/bus';
@@ -69,6 +69,7 @@ export function getRuntime(): Runtime {
       userId: input.userId,
       inputId: input.id,
       clientTaskId: input.clientTaskId,
+      stream: streams.streamOfClientTask(session.id, input.clientTaskId),
       label: clientLabel(session),
     }).catch((error: unknown) => console.error(`Following the client's task ${JSON.stringify(input.clientTaskId)} failed`, error));
   }
@@ -79,7 +80,7 @@ export function getRuntime(): Runtime {
     try {
       engine.sweepExpiredTasks();
       deleteSessionMessagesOlderThan(Date.now() - env.SESSION_MESSAGE_RETENTION_MS);
-      endIdleMcpSessions(Date.now() - env.SESSION_IDLE_TIMEOUT_MS, streams.openSessionIds());
+      for (const sessionId of endIdleMcpSessions(Date.now() - env.SESSION_IDLE_TIMEOUT_MS, streams.openSessionIds())) forgetAnsweredCopies(sessionId);
       deleteEndedMcpSessions();
     } catch (error) {
       console.error('TTL sweep failed', error);

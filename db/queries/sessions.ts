@@ -1,4 +1,4 @@
-import { and, asc, count, eq, gt, inArray, isNotNull, isNull, lt, max, notInArray, sql } from 'drizzle-orm';
+import { and, asc, count, desc, eq, gt, inArray, isNotNull, isNull, lt, max, notInArray, or, sql } from 'drizzle-orm';
 import { rowCache } from '../cache';
 import { getDb, preparedQuery } from '../client';
 import { mcpSessions, sessionMessages } from '../schema';
@@ -153,12 +153,62 @@ export function getLastSessionMessageId(sessionId: string): number {
   return row?.id ?? 0;
 }
 
-/** Which stream of this session an event id belongs to; undefined for an id this session never sent (or forgot). */
-export function getSessionMessageStream(sessionId: string, id: number): { stream: string | null } | undefined {
+/** Whether the session still has any message of this response stream: one it never had, or forgot, it cannot resume. */
+export function hasSessionStream(sessionId: string, stream: string): boolean {
+  const row = getDb()
+    .select({ id: sessionMessages.id })
+    .from(sessionMessages)
+    .where(and(eq(sessionMessages.sessionId, sessionId), eq(sessionMessages.stream, stream)))
+    .limit(1)
+    .get();
+  return row !== undefined;
+}
+
+/** The first message of a response stream: its priming row, which names the request the stream answers. */
+export function getFirstSessionStreamMessage(sessionId: string, stream: string): Record<string, unknown> | undefined {
+  return getDb()
+    .select({ message: sessionMessages.message })
+    .from(sessionMessages)
+    .where(and(eq(sessionMessages.sessionId, sessionId), eq(sessionMessages.stream, stream)))
+    .orderBy(asc(sessionMessages.id))
+    .limit(1)
+    .get()?.message;
+}
+
+/** The last progress value sent on one of the session's streams for a progress token, if any. */
+export function getLastSessionStreamProgress(sessionId: string, stream: string | null, progressToken: string | number): number | undefined {
+  const progress = sql<number>`json_extract(${sessionMessages.message}, '$.params.progress')`;
+  const row = getDb()
+    .select({ progress })
+    .from(sessionMessages)
+    .where(
+      and(
+        eq(sessionMessages.sessionId, sessionId),
+        stream === null ? isNull(sessionMessages.stream) : eq(sessionMessages.stream, stream),
+        sql`json_extract(${sessionMessages.message}, '$.method') = 'notifications/progress'`,
+        sql`json_extract(${sessionMessages.message}, '$.params.progressToken') = ${progressToken}`,
+      ),
+    )
+    .orderBy(desc(sessionMessages.id))
+    .limit(1)
+    .get();
+  return typeof row?.progress === 'number' ? row.progress : undefined;
+}
+
+/** The stream a request we sent the session went on (null: its GET stream); undefined when it is not in the outbox. */
+export function getSessionRequestStream(sessionId: string, requestId: string): { stream: string | null } | undefined {
   return getDb()
     .select({ stream: sessionMessages.stream })
     .from(sessionMessages)
-    .where(and(eq(sessionMessages.id, id), eq(sessionMessages.sessionId, sessionId)))
+    .where(
+      and(
+        eq(sessionMessages.sessionId, sessionId),
+        sql`json_extract(${sessionMessages.message}, '$.method') IS NOT NULL`,
+        sql`json_extract(${sessionMessages.message}, '$.id') = ${requestId}`,
+      ),
+    )
+    .orderBy(desc(sessionMessages.id))
+    .limit(1)
     .get();
 }
 
@@ -178,19 +228,32 @@ export function listSessionMessagesAfter(sessionId: string, afterId: number, lim
     .all();
 }
 
+/** The stream the latest request about a client's own task went on (null: the GET stream); undefined when none did. */
+export function getSessionClientTaskRequestStream(sessionId: string, clientTaskId: string): { stream: string | null } | undefined {
+  return getDb()
+    .select({ stream: sessionMessages.stream })
+    .from(sessionMessages)
+    .where(
+      and(
+        eq(sessionMessages.sessionId, sessionId),
+        sql`json_extract(${sessionMessages.message}, '$.method') IN ('tasks/get', 'tasks/result')`,
+        sql`json_extract(${sessionMessages.message}, '$.params.taskId') = ${clientTaskId}`,
+      ),
+    )
+    .orderBy(desc(sessionMessages.id))
+    .limit(1)
+    .get();
+}
+
+/** The last message of a response stream: its response, or the end of a stream that has none. */
+const endsStream = sql`(json_extract(${sessionMessages.message}, '$.method') IS NULL AND (json_extract(${sessionMessages.message}, '$.jsonrpc') IS NOT NULL OR json_extract(${sessionMessages.message}, '$.end') IS NOT NULL))`;
+
 /** Whether a response stream has ended: sent its response (its last message), or ended without one. */
 export function hasSessionStreamEnded(sessionId: string, stream: string): boolean {
   const row = getDb()
     .select({ id: sessionMessages.id })
     .from(sessionMessages)
-    .where(
-      and(
-        eq(sessionMessages.sessionId, sessionId),
-        eq(sessionMessages.stream, stream),
-        sql`json_extract(${sessionMessages.message}, '$.method') IS NULL`,
-        sql`(json_extract(${sessionMessages.message}, '$.jsonrpc') IS NOT NULL OR json_extract(${sessionMessages.message}, '$.end') IS NOT NULL)`,
-      ),
-    )
+    .where(and(eq(sessionMessages.sessionId, sessionId), eq(sessionMessages.stream, stream), endsStream))
     .get();
   return row !== undefined;
 }
@@ -213,6 +276,15 @@ export function listSessionRequestIdsWithPrefix(sessionId: string, prefix: strin
     .map((row) => row.requestId);
 }
 
+/**
+ * Forgets messages older than `cutoff`, except those of response streams that have not ended: a call
+ * may wait for hours (a person answering), and its client must be able to resume it all that time.
+ * Such a stream's rows go with its session.
+ */
 export function deleteSessionMessagesOlderThan(cutoff: number): number {
-  return getDb().delete(sessionMessages).where(lt(sessionMessages.createdAt, cutoff)).run().changes;
+  const endedStreams = getDb().select({ stream: sessionMessages.stream }).from(sessionMessages).where(and(isNotNull(sessionMessages.stream), endsStream));
+  return getDb()
+    .delete(sessionMessages)
+    .where(and(lt(sessionMessages.createdAt, cutoff), or(isNull(sessionMessages.stream), inArray(sessionMessages.stream, endedStreams))))
+    .run().changes;
 }

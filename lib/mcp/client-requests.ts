@@ -13,9 +13,16 @@ const idPrefix = 'client:';
 export class ClientRequests {
   private readonly pending = new Map<string, Pending>();
 
-  constructor(private readonly deliver: (sessionId: string, message: Record<string, unknown>) => void) {}
+  constructor(private readonly deliver: (sessionId: string, message: Record<string, unknown>, stream: string | null) => void) {}
 
-  send(sessionId: string, method: string, params: Record<string, unknown>, timeoutMs = 30_000): Promise<Record<string, unknown>> {
+  /** Sends on one of the session's streams: its GET stream (null), or the response stream the matter began on. */
+  send(
+    sessionId: string,
+    method: string,
+    params: Record<string, unknown>,
+    stream: string | null = null,
+    timeoutMs = 30_000,
+  ): Promise<Record<string, unknown>> {
     const id = `${idPrefix}${randomUUID()}`;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -24,7 +31,7 @@ export class ClientRequests {
       }, timeoutMs);
       timer.unref?.();
       this.pending.set(id, { resolve, reject, timer });
-      this.deliver(sessionId, { jsonrpc: '2.0', id, method, params });
+      this.deliver(sessionId, { jsonrpc: '2.0', id, method, params }, stream);
     });
   }
 

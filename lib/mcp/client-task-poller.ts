@@ -14,7 +14,8 @@ export const clientTaskVia = (clientTaskId: string) => `client-task:${clientTask
  * A client took our question as a task of its own: we are now its requestor. Polls its tasks/get at the
  * pollInterval it suggests and, once it completes or waits for input, fetches the answer with
  * tasks/result. Stops when the question is closed some other way (the withdrawal also cancels the
- * client's task).
+ * client's task). Its requests go on the stream the question went on, which the client is reading; a
+ * client task that cannot be followed is forgotten, and the question asked again.
  */
 export async function followClientTask(options: {
   engine: TaskEngine;
@@ -23,25 +24,31 @@ export async function followClientTask(options: {
   userId: string;
   inputId: string;
   clientTaskId: string;
+  /** The stream the question went on (null: the GET stream). */
+  stream: string | null;
   pollIntervalMs?: number;
   label: string | null;
 }): Promise<void> {
-  const { engine, requests, sessionId, inputId, clientTaskId } = options;
+  const { engine, requests, sessionId, inputId, clientTaskId, stream } = options;
   const pace = (ms: number | undefined) => Math.max(minPollMs, ms ?? 1000);
   let interval = pace(options.pollIntervalMs);
   let failures = 0;
   const stillOpen = () => engine.inputs.isPending(inputId);
-  while (stillOpen() && failures < maxFailures) {
+  while (stillOpen()) {
+    if (failures >= maxFailures) {
+      engine.inputs.forgetClientTask(inputId);
+      return;
+    }
     await sleep(interval);
     if (!stillOpen()) return;
     try {
-      const task = await requests.send(sessionId, 'tasks/get', { taskId: clientTaskId });
+      const task = await requests.send(sessionId, 'tasks/get', { taskId: clientTaskId }, stream);
       failures = 0;
       if (typeof task.pollInterval === 'number') interval = pace(task.pollInterval);
       // A requestor SHOULD call tasks/result as soon as the task needs input: the client may need that
       // stream to ask its own questions, and the call blocks until the task is done.
       if (task.status === 'completed' || task.status === 'input_required') {
-        const result = await requests.send(sessionId, 'tasks/result', { taskId: clientTaskId }, resultTimeoutMs(task.ttl));
+        const result = await requests.send(sessionId, 'tasks/result', { taskId: clientTaskId }, stream, resultTimeoutMs(task.ttl));
         const outcome = engine.inputs.answer(inputId, options.userId, result, 'client', options.label, clientTaskVia(clientTaskId));
         if (!outcome.ok && outcome.reason === 'invalid') engine.inputs.forgetClientTask(inputId);
         return;

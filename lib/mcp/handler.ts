@@ -34,11 +34,11 @@ import {
 } from './schema';
 import { answersWithStream, makeRoomForSession, takeMcpStreamPlace, type StreamPlace } from './caps';
 import { followClientTask } from './client-task-poller';
-import { canCancelTasks, clientLabel, parseInputRequestId } from './input-requests';
+import { canCancelTasks, clientLabel, forgetAnsweredCopies, markCopyAnswered, parseInputRequestId } from './input-requests';
 import { getRateLimits } from './rate-limit';
 import { summarizeMessage, type RequestFacts } from './request-facts';
 import { SseStream } from './sse';
-import { taskIdOfCallStream, type ResumeTarget, type SessionStreams } from './session-streams';
+import { taskIdOfCallStream, taskIdOfResultStream, type ResumeTarget, type SessionStreams } from './session-streams';
 import { closeWhenTokenRevoked } from './token-streams';
 
 export interface McpContext {
@@ -233,6 +233,7 @@ function receiveResponse(message: JsonRpcResponse, ctx: McpContext, session: Mcp
   const target = parseInputRequestId(message.id);
   if (!target) return emptyReply(202);
   const via = String(message.id);
+  markCopyAnswered(session.id, via);
   const label = clientLabel(session);
   if (!('result' in message)) {
     ctx.engine.inputs.refuse(target.inputId, caller.userId, message.error, label, via);
@@ -240,6 +241,7 @@ function receiveResponse(message: JsonRpcResponse, ctx: McpContext, session: Mcp
   }
   const clientTask = (message.result as { task?: { taskId?: unknown; pollInterval?: unknown } }).task;
   if (clientTask && typeof clientTask.taskId === 'string') {
+    const stream = ctx.streams.streamOfRequest(session.id, via);
     if (ctx.engine.inputs.claimForClientTask(target.inputId, caller.userId, clientTask.taskId)) {
       // The client took the question as a task of its own: follow it until it has the answer.
       followClientTask({
@@ -249,12 +251,13 @@ function receiveResponse(message: JsonRpcResponse, ctx: McpContext, session: Mcp
         userId: caller.userId,
         inputId: target.inputId,
         clientTaskId: clientTask.taskId,
+        stream,
         pollIntervalMs: typeof clientTask.pollInterval === 'number' ? clientTask.pollInterval : undefined,
         label,
       }).catch((error: unknown) => console.error(`Following the client's task ${JSON.stringify(clientTask.taskId)} failed`, error));
     } else if (canCancelTasks(session)) {
       // Answered already, or another copy became the client's task first: this one is not needed.
-      ctx.streams.clientRequests.send(session.id, 'tasks/cancel', { taskId: clientTask.taskId }).catch(() => {});
+      ctx.streams.clientRequests.send(session.id, 'tasks/cancel', { taskId: clientTask.taskId }, stream).catch(() => {});
     }
     return emptyReply(202);
   }
@@ -473,7 +476,7 @@ async function respond(
   const openStream = (resumableAs?: string) => {
     if (!stream) {
       streamKey = resumableAs ?? `post:${crypto.randomUUID()}`;
-      stream = ctx.streams.openResponse(session, streamKey);
+      stream = ctx.streams.openResponse(session, streamKey, message.id);
       // A stream no one could foresee (a quick tool's progress, a cancelled request) is counted all the same.
       (streamPlace ?? takeMcpStreamPlace(caller.userId, 'allow')).holdUntilEnd(stream);
       closeWhenTokenRevoked(stream, caller.tokenId);
@@ -539,6 +542,14 @@ function handleGet(request: McpHttpRequest, ctx: McpContext, caller: Caller, fac
   }
   const session = requireSession(request, caller.userId, facts);
   const target = ctx.streams.resumeTarget(session.id, request.header('last-event-id'));
+  if (target.kind === 'unknown') {
+    // Never another stream in its place: the client would wait there for messages that never come.
+    throw new HttpError(
+      400,
+      ErrorCode.InvalidRequest,
+      'Bad Request: Last-Event-ID names no stream of this session that can be resumed (its messages are gone or it never existed); open the GET stream without it',
+    );
+  }
   // A reconnecting GET stream replaces the session's older one, which closes at once: no new place.
   const replacing = target.kind === 'session' && ctx.streams.hasGetStream(session.id);
   const place = takeMcpStreamPlace(caller.userId, replacing ? 'allow' : 'refuse');
@@ -554,14 +565,16 @@ function handleGet(request: McpHttpRequest, ctx: McpContext, caller: Caller, fac
   return streamReply(stream);
 }
 
-function openGetStream(ctx: McpContext, session: McpSession, userId: string, target: ResumeTarget): SseStream {
+function openGetStream(ctx: McpContext, session: McpSession, userId: string, target: Exclude<ResumeTarget, { kind: 'unknown' }>): SseStream {
   if (target.kind === 'session') return ctx.streams.open(session, target.cursor);
   const stream = ctx.streams.readResponse(session.id, target.key, target.cursor);
-  const callTaskId = taskIdOfCallStream(target.key);
   if (!target.live && !target.ended) {
     // Nothing in this process answers the stream any more (the server restarted): a plain call's
-    // task is followed again; any other request is gone, and its stream ends.
+    // task, or a tasks/result wait, is followed again; any other request is gone, and its stream ends.
+    const callTaskId = taskIdOfCallStream(target.key);
+    const resultTaskId = taskIdOfResultStream(target.key);
     if (callTaskId) resumeCall(ctx, session, userId, callTaskId, target.key);
+    else if (resultTaskId) resumeResultWait(ctx, session, userId, resultTaskId, target.key);
     else stream.close();
   }
   return stream;
@@ -581,7 +594,33 @@ function resumeCall(ctx: McpContext, session: McpSession, userId: string, taskId
     ctx.streams.endResponse(session.id, streamKey);
     return;
   }
-  const requestId = task.callRequestId;
+  const progressToken = task.progressToken ?? undefined;
+  const progressSent = progressToken !== undefined ? ctx.streams.lastProgressSent(session.id, streamKey, progressToken) : undefined;
+  answerAgain(ctx, session, userId, task.callRequestId, streamKey, 'tools/call', (requestContext) =>
+    followCallTask(requestContext, taskId, progressToken, progressSent),
+  );
+}
+
+/** Waits for a task again on a tasks/result stream, for the client resuming it after a restart. */
+function resumeResultWait(ctx: McpContext, session: McpSession, userId: string, taskId: string, streamKey: string): void {
+  const requestId = ctx.streams.requestIdOfResponse(session.id, streamKey);
+  if (requestId === undefined) {
+    ctx.streams.endResponse(session.id, streamKey);
+    return;
+  }
+  answerAgain(ctx, session, userId, requestId, streamKey, 'tasks/result', (requestContext) => dispatch('tasks/result', { taskId }, requestContext));
+}
+
+/** Works on a request of a response stream again, in this process, and ends the stream with its response. */
+function answerAgain(
+  ctx: McpContext,
+  session: McpSession,
+  userId: string,
+  requestId: string | number,
+  streamKey: string,
+  method: string,
+  work: (requestContext: RequestContext) => Promise<Record<string, unknown>>,
+): void {
   const cancel = new AbortController();
   const key = inFlightKey(session.id, requestId);
   inFlight.set(key, cancel);
@@ -598,10 +637,10 @@ function resumeCall(ctx: McpContext, session: McpSession, userId: string, taskId
     isStreamRead: () => ctx.streams.isResponseRead(streamKey),
     disconnect: () => ctx.streams.disconnectResponse(streamKey),
   };
-  void followCallTask(requestContext, taskId, task.progressToken ?? undefined)
+  void work(requestContext)
     .then(
       (result) => ({ jsonrpc: '2.0', id: requestId, result }),
-      (error: unknown) => rpcErrorBody(requestId, toErrorObject(error, 'tools/call')),
+      (error: unknown) => rpcErrorBody(requestId, toErrorObject(error, method)),
     )
     .then((final) => {
       inFlight.delete(key);
@@ -619,6 +658,7 @@ function handleDelete(request: McpHttpRequest, ctx: McpContext, userId: string, 
 /** An ended session's stream closes and its requests in flight stop. */
 function stopSessionWork(ctx: McpContext, sessionId: string): void {
   ctx.streams.close(sessionId);
+  forgetAnsweredCopies(sessionId);
   for (const [key, controller] of inFlight) {
     if (key.startsWith(`${sessionId}\u0000`)) controller.abort(new Error('Session ended'));
   }

@@ -16,9 +16,9 @@ const idPattern = /^input:([0-9a-f-]{36}):([A-Za-z0-9_-]+)$/;
  * that carries the task's questions. Process-wide, on globalThis like the streams themselves.
  */
 const globalForCopies = globalThis as unknown as {
-  __mcpTaskServerQuestionCopies?: { carriers: Map<string, number>; onGetStream: Set<string> };
+  __mcpTaskServerQuestionCopies?: { carriers: Map<string, number>; onGetStream: Set<string>; answered: Map<string, Set<string>> };
 };
-const copies = (globalForCopies.__mcpTaskServerQuestionCopies ??= { carriers: new Map(), onGetStream: new Set() });
+const copies = (globalForCopies.__mcpTaskServerQuestionCopies ??= { carriers: new Map(), onGetStream: new Set(), answered: new Map() });
 const copyKey = (sessionId: string, id: string) => `${sessionId}\u0000${id}`;
 
 /** Marks a tasks/result stream as carrying the task's questions to the session; returns the release. */
@@ -47,6 +47,40 @@ export function markSentOnGetStream(sessionId: string, inputId: string, sent: bo
 
 export function sentOnGetStream(sessionId: string, inputId: string): boolean {
   return copies.onGetStream.has(copyKey(sessionId, inputId));
+}
+
+/**
+ * The session's GET stream closed: the copies it carried are no longer offered anywhere, and another
+ * stream may carry them. Returns the ids of those questions.
+ */
+export function releaseGetStreamCopies(sessionId: string): string[] {
+  const prefix = copyKey(sessionId, '');
+  const released: string[] = [];
+  for (const key of copies.onGetStream) {
+    if (!key.startsWith(prefix)) continue;
+    copies.onGetStream.delete(key);
+    released.push(key.slice(prefix.length));
+  }
+  return released;
+}
+
+/**
+ * Copies the client has responded to, in any way (an answer, an error, a task of its own): they are
+ * no longer outstanding on that client, so they are never withdrawn. Kept per session, in this process
+ * (after a restart a withdrawal may name a copy that was answered before it), until the session ends.
+ */
+export function markCopyAnswered(sessionId: string, requestId: string): void {
+  const answered = copies.answered.get(sessionId) ?? new Set<string>();
+  answered.add(requestId);
+  copies.answered.set(sessionId, answered);
+}
+
+export function isCopyAnswered(sessionId: string, requestId: string): boolean {
+  return copies.answered.get(sessionId)?.has(requestId) ?? false;
+}
+
+export function forgetAnsweredCopies(sessionId: string): void {
+  copies.answered.delete(sessionId);
 }
 
 export function inputRequestId(inputId: string, copy: string): string {

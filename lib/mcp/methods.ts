@@ -7,7 +7,7 @@ import { isTerminal } from '@/lib/tasks/states';
 import { randomBytes } from 'node:crypto';
 import { ErrorCode, RpcError } from './errors';
 import { isLoggedFor, logNotification } from './logging';
-import { canReceive, carryQuestions, inputRequestId, requestFor, sentOnGetStream, withdrawalFor, withdrawnByTasksCancel, type RelatedTask } from './input-requests';
+import { canReceive, carryQuestions, inputRequestId, isCopyAnswered, requestFor, sentOnGetStream, withdrawalFor, withdrawnByTasksCancel, type RelatedTask } from './input-requests';
 import {
   callToolParamsSchema,
   listParamsSchema,
@@ -16,7 +16,7 @@ import {
   taskIdParamsSchema,
   tasksProtocolVersion,
 } from './schema';
-import { callStreamKey } from './session-streams';
+import { callStreamKey, resultStreamKey } from './session-streams';
 import { modelImmediateResponseKey, taskErrorToRpc, taskResultPayload, toTask } from './task-messages';
 
 /** What a method handler gets besides its params. */
@@ -136,9 +136,14 @@ async function callTool(rawParams: unknown, ctx: RequestContext): Promise<Record
  * progressToken, and a heartbeat when the tool is quiet), its questions, and then exactly what
  * tasks/result would return. Nothing on the stream names the task: the client asked for none.
  */
-export async function followCallTask(ctx: RequestContext, taskId: string, progressToken: string | number | undefined): Promise<Record<string, unknown>> {
+export async function followCallTask(
+  ctx: RequestContext,
+  taskId: string,
+  progressToken: string | number | undefined,
+  progressSent?: number,
+): Promise<Record<string, unknown>> {
   const questions = new QuestionRelay(ctx, taskId, 'unnamed');
-  const progress = progressToken !== undefined ? new ProgressRelay(ctx, progressToken) : undefined;
+  const progress = progressToken !== undefined ? new ProgressRelay(ctx, progressToken, progressSent) : undefined;
   // Log messages are not stored: only a call that is being followed carries them.
   const stopFollowingEvents = ctx.engine.bus.subscribe(topics.task(taskId), (event) => {
     if (event.type === 'task-log' && isLoggedFor(ctx.session.id, event.level)) ctx.send(logNotification(event.level, event.data, event.logger));
@@ -169,7 +174,9 @@ export async function followCallTask(ctx: RequestContext, taskId: string, progre
 /**
  * Forwards a task's progress to the client that asked for it with a progressToken, and keeps the call
  * alive: when the tool has reported nothing for heartbeatMs, the last progress is repeated, nudged up
- * (progress must increase with every notification) and worded with the task's status.
+ * (progress must increase with every notification) and worded with the task's status. A relay that
+ * takes over a stream (after a restart) starts from the last progress sent on it, not from the stored
+ * progress, which lags, nor from a tool that starts over.
  */
 class ProgressRelay {
   private lastSent: number | undefined;
@@ -181,7 +188,10 @@ class ProgressRelay {
   constructor(
     private readonly ctx: RequestContext,
     private readonly token: string | number,
+    sentBefore: number | undefined,
   ) {
+    this.lastSent = sentBefore;
+    this.latest = sentBefore;
     this.schedule();
   }
 
@@ -236,6 +246,8 @@ class QuestionRelay {
   private readonly sent = new Map<string, string>();
   private readonly withdrawn = new Set<string>();
   private readonly toldWhereToAnswer = new Set<string>();
+  /** Questions whose copy sent here the client took as a task of its own: asked again if that task is given up. */
+  private readonly handedOver = new Set<string>();
 
   constructor(
     private readonly ctx: RequestContext,
@@ -244,20 +256,34 @@ class QuestionRelay {
   ) {}
 
   sync(task: TaskRow): void {
+    const sessionId = this.ctx.session.id;
     for (const input of this.ctx.engine.inputs.listForTask(this.taskId)) {
-      const sentId = this.sent.get(input.id);
+      let sentId = this.sent.get(input.id);
       if (input.status === 'pending') {
+        if (input.clientTaskId) {
+          if (sentId && isCopyAnswered(sessionId, sentId)) this.handedOver.add(input.id);
+          continue;
+        }
+        if (sentId && this.handedOver.delete(input.id)) {
+          this.sent.delete(input.id);
+          sentId = undefined;
+        }
         if (!canReceive(this.ctx.session, input.kind)) {
           this.tellWhereToAnswer(input.id, task);
           continue;
         }
-        // A client already answering through a task of its own, or asked on its open GET stream, is
-        // not asked again.
-        if (sentId || input.clientTaskId || sentOnGetStream(this.ctx.session.id, input.id)) continue;
+        // A client asked here already, or on its open GET stream, is not asked again.
+        if (sentId || sentOnGetStream(sessionId, input.id)) continue;
         const id = inputRequestId(input.id, randomBytes(6).toString('base64url'));
         this.sent.set(input.id, id);
         this.ctx.send(requestFor(input, id, this.ctx.session, task.expiresAt, this.relatedTask));
-      } else if (sentId && !input.clientTaskId && !this.withdrawn.has(input.id) && input.answeredVia !== sentId && !withdrawnByTasksCancel(this.ctx.session, input.kind)) {
+      } else if (
+        sentId &&
+        !this.withdrawn.has(input.id) &&
+        input.answeredVia !== sentId &&
+        !isCopyAnswered(sessionId, sentId) &&
+        !withdrawnByTasksCancel(this.ctx.session, input.kind)
+      ) {
         this.withdrawn.add(input.id);
         this.ctx.send(withdrawalFor(input, sentId, this.relatedTask));
       }
@@ -326,7 +352,7 @@ const methods: Record<string, { handler: MethodHandler; needsTasks?: boolean }> 
       try {
         let row = ctx.engine.getTask(taskId, ctx.userId);
         if (!isTerminal(row.status)) {
-          ctx.openStream();
+          ctx.openStream(resultStreamKey(taskId));
           const relay = new QuestionRelay(ctx, taskId, 'named');
           const release = carryQuestions(ctx.session.id, taskId);
           try {

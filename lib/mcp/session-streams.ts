@@ -1,21 +1,38 @@
 import { randomBytes } from 'node:crypto';
-import { getTaskById } from '@/db/queries/tasks';
+import { getTaskById, type TaskRow } from '@/db/queries/tasks';
 import type { TaskInputRow } from '@/lib/tasks/inputs';
 import { listPendingTaskInputsBySessionId } from '@/db/queries/inputs';
 import { ClientRequests } from './client-requests';
 import { clientTaskVia } from './client-task-poller';
-import { canCancelTasks, canReceive, inputRequestId, markSentOnGetStream, questionsCarried, requestFor, sentOnGetStream, withdrawalFor, withdrawnByTasksCancel } from './input-requests';
+import {
+  canCancelTasks,
+  canReceive,
+  inputRequestId,
+  isCopyAnswered,
+  markSentOnGetStream,
+  questionsCarried,
+  releaseGetStreamCopies,
+  requestFor,
+  sentOnGetStream,
+  withdrawalFor,
+  withdrawnByTasksCancel,
+} from './input-requests';
 import {
   appendSessionMessage,
+  getFirstSessionStreamMessage,
+  getLastSessionStreamProgress,
   getMcpSessionById,
   getLastSessionMessageId,
-  getSessionMessageStream,
+  getSessionClientTaskRequestStream,
+  getSessionRequestStream,
+  hasSessionStream,
   hasSessionStreamEnded,
   listSessionMessagesAfter,
   listSessionRequestIdsWithPrefix,
 } from '@/db/queries/sessions';
 import type { McpSession } from '@/db/queries/sessions';
 import { topics, type BusEvent, type EventBus } from '@/lib/tasks/bus';
+import { isTerminal } from '@/lib/tasks/states';
 import { tasksProtocolVersion } from './schema';
 import { isLoggedFor, logNotification } from './logging';
 import { relatedTaskMeta, toTask } from './task-messages';
@@ -27,7 +44,7 @@ const replayBatch = 100;
  * server closed (a resumed stream misses nothing, so a second is no loss).
  */
 const reconnectDelayMs = 1000;
-/** An outbox row with no message: a priming event, which only gives the client an id to resume from. */
+/** An outbox row with no message: a priming event, which only gives the client an id to resume from (a response stream's also names its request). */
 const primingMessage = {};
 /** The end of a response stream whose request was cancelled: it has no response, and ends here. */
 const endWithoutResponse = { end: true };
@@ -39,11 +56,29 @@ const isResponse = (message: Record<string, unknown>) => 'jsonrpc' in message &&
 /** The key of the response stream of the plain tools/call that started a task. */
 export const callStreamKey = (taskId: string) => `call:${taskId}`;
 export const taskIdOfCallStream = (key: string) => (key.startsWith('call:') ? key.slice('call:'.length) : undefined);
+/** The key of one tasks/result stream of a task (a task may have several waiting at once). */
+export const resultStreamKey = (taskId: string) => `result:${taskId}:${randomBytes(9).toString('base64url')}`;
+export const taskIdOfResultStream = (key: string) => /^result:([^:]+):[A-Za-z0-9_-]+$/.exec(key)?.[1];
 
-/** What a GET request with Last-Event-ID resumes: the session's GET stream, or one response stream. */
+/**
+ * An SSE event id names the stream it belongs to and its row in the session's outbox:
+ * `get:<row>` on the GET stream, `<response stream key>:<row>` on a response stream. So a
+ * Last-Event-ID whose rows are gone still says which stream it was, and never resumes another one.
+ */
+const getStreamTag = 'get';
+const eventIdOf = (key: string | null, rowId: number) => `${key ?? getStreamTag}:${rowId}`;
+
+function parseEventId(text: string): { key: string | null; cursor: number } | undefined {
+  const match = /^(.+):(\d{1,15})$/.exec(text);
+  if (!match) return undefined;
+  return { key: match[1] === getStreamTag ? null : match[1], cursor: Number(match[2]) };
+}
+
+/** What a GET request with Last-Event-ID resumes: the session's GET stream, one response stream, or nothing it knows. */
 export type ResumeTarget =
   | { kind: 'session'; cursor: number | null }
-  | { kind: 'response'; key: string; cursor: number; live: boolean; ended: boolean };
+  | { kind: 'response'; key: string; cursor: number; live: boolean; ended: boolean }
+  | { kind: 'unknown' };
 
 /**
  * The sessions' streams. Every message is written to the session's outbox first, under the stream it
@@ -57,8 +92,15 @@ export class SessionStreams {
   private readonly responseReaders = new Map<string, { sessionId: string; readers: Set<SseStream> }>();
   /** Response streams whose request is still being worked on in this process. */
   private readonly liveResponses = new Set<string>();
-  /** Requests to clients about their own tasks, sent through the sessions' outboxes. */
-  readonly clientRequests = new ClientRequests((sessionId, message) => this.deliver(sessionId, message));
+  /** The last progress each running task sent on its session's GET stream: progress must increase. */
+  private readonly progressOnGetStream = new Map<string, number>();
+  /**
+   * Requests to clients about their own tasks, sent through the sessions' outboxes on the stream their
+   * question went on; on the GET stream once that stream has ended (nobody reads it any more).
+   */
+  readonly clientRequests = new ClientRequests((sessionId, message, stream) =>
+    this.deliver(sessionId, message, stream !== null && hasSessionStreamEnded(sessionId, stream) ? null : stream),
+  );
 
   constructor(
     private readonly bus: EventBus,
@@ -84,35 +126,76 @@ export class SessionStreams {
         if (!questionsCarried(sessionId, task.id) || sentOnGetStream(sessionId, input.id)) this.sendQuestion(session, input, task.expiresAt, true);
       }
     }
-    stream.signal.addEventListener('abort', () => this.open_.get(sessionId) === stream && this.open_.delete(sessionId), { once: true });
+    stream.signal.addEventListener(
+      'abort',
+      () => {
+        if (this.open_.get(sessionId) !== stream) return;
+        this.open_.delete(sessionId);
+        this.offerElsewhere(sessionId);
+      },
+      { once: true },
+    );
     this.pump(stream, sessionId, null, cursor);
     return stream;
   }
 
-  /** Where a Last-Event-ID points: an id of this session's GET stream, of one of its response streams, or none. */
+  /**
+   * The questions a closed GET stream carried are offered again: the tasks/result streams waiting for
+   * their tasks are woken (an input event on the task's topic only), and a fresh GET stream asks them.
+   */
+  private offerElsewhere(sessionId: string): void {
+    const released = new Set(releaseGetStreamCopies(sessionId));
+    if (released.size === 0) return;
+    for (const input of listPendingTaskInputsBySessionId(sessionId)) {
+      if (released.has(input.id)) this.bus.publish(topics.task(input.taskId), { type: 'input-changed', input });
+    }
+  }
+
+  /**
+   * Where a Last-Event-ID points: no id opens a fresh GET stream; an id of the GET stream resumes it; an
+   * id of a response stream this session still has resumes that stream. Anything else is unknown.
+   */
   resumeTarget(sessionId: string, lastEventId: string | null): ResumeTarget {
     const trimmed = lastEventId?.trim() ?? '';
-    if (!/^\d+$/.test(trimmed)) return { kind: 'session', cursor: null };
-    const cursor = Number(trimmed);
-    const row = getSessionMessageStream(sessionId, cursor);
-    if (!row || row.stream === null) return { kind: 'session', cursor };
-    return {
-      kind: 'response',
-      key: row.stream,
-      cursor,
-      live: this.liveResponses.has(row.stream),
-      ended: hasSessionStreamEnded(sessionId, row.stream),
-    };
+    if (trimmed === '') return { kind: 'session', cursor: null };
+    const eventId = parseEventId(trimmed);
+    if (!eventId) return { kind: 'unknown' };
+    const { key, cursor } = eventId;
+    if (key === null) return { kind: 'session', cursor };
+    if (!hasSessionStream(sessionId, key)) return { kind: 'unknown' };
+    return { kind: 'response', key, cursor, live: this.liveResponses.has(key), ended: hasSessionStreamEnded(sessionId, key) };
+  }
+
+  /** The JSON-RPC id of the request a response stream answers, as its priming row recorded it. */
+  requestIdOfResponse(sessionId: string, key: string): string | number | undefined {
+    const requestId = getFirstSessionStreamMessage(sessionId, key)?.requestId;
+    return typeof requestId === 'string' || typeof requestId === 'number' ? requestId : undefined;
+  }
+
+  /** The last progress sent on a response stream for this token: where progress continues after a restart. */
+  lastProgressSent(sessionId: string, key: string, progressToken: string | number): number | undefined {
+    return getLastSessionStreamProgress(sessionId, key, progressToken);
+  }
+
+  /** The stream a request to the client went on (null: the GET stream), for requests that follow it up. */
+  streamOfRequest(sessionId: string, requestId: string): string | null {
+    return getSessionRequestStream(sessionId, requestId)?.stream ?? null;
+  }
+
+  /** Where a client's task was followed before a restart; the GET stream when it was not followed yet. */
+  streamOfClientTask(sessionId: string, clientTaskId: string): string | null {
+    return getSessionClientTaskRequestStream(sessionId, clientTaskId)?.stream ?? null;
   }
 
   /**
    * Opens a response stream for a request being answered: its messages go through the outbox under
    * `key`, so that the client can resume it. The stream stays live until `endResponse`.
    */
-  openResponse(session: McpSession, key: string): SseStream {
+  openResponse(session: McpSession, key: string, requestId: string | number): SseStream {
     this.liveResponses.add(key);
-    // The priming event gives the client an event id before anything else happens.
-    if (session.protocolVersion === tasksProtocolVersion) this.deliver(session.id, primingMessage, key);
+    // The priming event gives the client an event id before anything else happens; its row keeps the
+    // request's id, so that the request can be answered on this stream after a restart.
+    if (session.protocolVersion === tasksProtocolVersion) this.deliver(session.id, { requestId }, key);
     return this.readResponse(session.id, key, 0);
   }
 
@@ -192,8 +275,8 @@ export class SessionStreams {
             stream.close();
             return;
           }
-          if (isPriming(row.message)) stream.prime(row.id, reconnectDelayMs);
-          else stream.send(row.message, row.id);
+          if (isPriming(row.message)) stream.prime(eventIdOf(key, row.id), reconnectDelayMs);
+          else stream.send(row.message, eventIdOf(key, row.id));
           cursor = row.id;
           if (key !== null && isResponse(row.message)) {
             stream.close();
@@ -220,19 +303,22 @@ export class SessionStreams {
     if (input.clientTaskId) {
       // The client is answering through a task of its own: cancel it unless it gave the answer.
       if (input.status !== 'pending' && input.answeredVia !== clientTaskVia(input.clientTaskId) && canCancelTasks(session)) {
-        this.clientRequests.send(session.id, 'tasks/cancel', { taskId: input.clientTaskId }).catch(() => {});
+        const stream = this.streamOfClientTask(session.id, input.clientTaskId);
+        this.clientRequests.send(session.id, 'tasks/cancel', { taskId: input.clientTaskId }, stream).catch(() => {});
       }
       return;
     }
     if (task.invocation === 'call') return;
+    // Open: a new question, or one whose client task was given up. The streams carrying the task's
+    // questions ask it; else the GET stream does.
+    markSentOnGetStream(session.id, input.id, false);
     if (input.status === 'pending') {
       if (!questionsCarried(session.id, task.id)) this.sendQuestion(session, input, task.expiresAt, this.open_.has(session.id));
       return;
     }
-    markSentOnGetStream(session.id, input.id, false);
     if (withdrawnByTasksCancel(session, input.kind)) return;
     for (const id of listSessionRequestIdsWithPrefix(session.id, inputRequestId(input.id, ''))) {
-      if (input.answeredVia !== id) this.deliver(session.id, withdrawalFor(input, id));
+      if (input.answeredVia !== id && !isCopyAnswered(session.id, id)) this.deliver(session.id, withdrawalFor(input, id));
     }
   }
 
@@ -263,6 +349,20 @@ export class SessionStreams {
     if (messageId !== undefined) this.bus.publish(topics.sessionStream(sessionId, key), { type: 'session-message', sessionId, messageId });
   }
 
+  /**
+   * Whether a task's progress report is ahead of what its session's GET stream was last sent. A task
+   * resumed after a restart starts from its stored progress, which lags what was sent, so its first
+   * report is compared with the last one in the outbox.
+   */
+  private isProgressAhead(task: TaskRow, progress: number): boolean {
+    const last =
+      this.progressOnGetStream.get(task.id) ??
+      (task.attempt > 1 && task.sessionId && task.progressToken !== null ? getLastSessionStreamProgress(task.sessionId, null, task.progressToken) : undefined);
+    if (last !== undefined && progress <= last) return false;
+    this.progressOnGetStream.set(task.id, progress);
+    return true;
+  }
+
   /** Turns task events into the notifications the session that started the task receives. */
   notifyTaskEvents(event: BusEvent): void {
     if (event.type === 'input-changed') this.relayQuestion(event.input);
@@ -273,7 +373,10 @@ export class SessionStreams {
     if (event.type === 'task-log' && event.task.sessionId && event.task.invocation === 'task' && isLoggedFor(event.task.sessionId, event.level)) {
       this.deliver(event.task.sessionId, logNotification(event.level, event.data, event.logger, relatedTaskMeta(event.task.id)));
     }
+    if (event.type === 'task-changed' && isTerminal(event.task.status)) this.progressOnGetStream.delete(event.task.id);
+    if (event.type === 'task-deleted') this.progressOnGetStream.delete(event.taskId);
     if (event.type === 'task-progress' && event.task.sessionId && event.task.progressToken !== null && event.task.invocation === 'task') {
+      if (!this.isProgressAhead(event.task, event.progress)) return;
       this.deliver(event.task.sessionId, {
         jsonrpc: '2.0',
         method: 'notifications/progress',

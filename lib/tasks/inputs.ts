@@ -100,12 +100,17 @@ export class TaskInputs {
 
   /** The client took an open question as a task of its own; false when it is not open, not this user's, or taken already. */
   claimForClientTask(inputId: string, userId: string, clientTaskId: string): boolean {
-    return claimTaskInputForClientTask(inputId, userId, clientTaskId);
+    const claimed = claimTaskInputForClientTask(inputId, userId, clientTaskId);
+    const input = claimed ? getTaskInputById(inputId) : undefined;
+    if (input) this.publish(input);
+    return claimed;
   }
 
-  /** The client's task for a question went nowhere: the question is asked again like any other. */
+  /** The client's task for a question went nowhere: the question is asked again like any other (published, so the streams ask it). */
   forgetClientTask(inputId: string): void {
     clearTaskInputClientTaskId(inputId);
+    const input = getTaskInputById(inputId);
+    if (input?.status === 'pending') this.publish(input);
   }
 
   get(inputId: string): TaskInputRow | undefined {

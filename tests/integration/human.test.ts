@@ -243,7 +243,8 @@ describe('a client that takes questions as tasks of its own', () => {
     const clientTask = (id: string) => ({ task: { taskId: id, status: 'working', createdAt: now, lastUpdatedAt: now, ttl: 60000 } });
     expect((await answer(mcp, question.id, clientTask('client-task-1'))).status).toBe(202);
     expect((await answer(other, second!.id, clientTask('client-task-2'))).status).toBe(202);
-    const cancel = await otherStream.nextMessageWhere((message) => message.method === 'tasks/cancel');
+    // On the stream the question went on, which that client reads.
+    const cancel = await reader.nextMessageWhere((message) => message.method === 'tasks/cancel');
     await otherStream.close();
     expect(cancel.params).toEqual({ taskId: 'client-task-2' });
     expect(server.db().prepare('SELECT client_task_id FROM task_inputs WHERE task_id = ?').get(taskId)).toEqual({ client_task_id: 'client-task-1' });

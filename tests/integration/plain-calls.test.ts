@@ -55,7 +55,7 @@ async function callAndDrop(mcp: RawMcp, id: string | number, method: string, par
   const response = await mcp.post({ jsonrpc: '2.0', id, method, params }, {}, controller.signal);
   const priming = await new SseReader(response).next();
   controller.abort();
-  expect(priming).toEqual({ id: expect.stringMatching(/^\d+$/), data: '' });
+  expect(priming).toEqual({ id: expect.stringMatching(/:\d+$/), data: '' });
   return priming!.id!;
 }
 
@@ -123,9 +123,10 @@ describe('a plain call of a task-capable tool', () => {
     expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const events = await readAll(new SseReader(response));
     // A priming event (an id, no data) comes first, so the client can resume from the very start.
-    expect(events[0]).toEqual({ id: expect.stringMatching(/^\d+$/), data: '' });
+    expect(events[0]).toEqual({ id: expect.stringMatching(/^call:[0-9a-f-]{36}:\d+$/), data: '' });
     expect(events.every((event) => event.id !== undefined)).toBe(true);
-    const ids = events.map((event) => Number(event.id));
+    // An id names its stream, then its place in the session's outbox.
+    const ids = events.map((event) => Number(event.id!.split(':').at(-1)));
     expect(ids).toEqual([...ids].sort((a, b) => a - b));
     expect(new Set(ids).size).toBe(ids.length);
     const messages = messagesOf(events);
@@ -252,7 +253,7 @@ describe('a plain call of a task-capable tool', () => {
     do question = await reader.nextMessage();
     while (question && question.method !== 'elicitation/create');
     expect(question).toMatchObject({ method: 'elicitation/create', params: { message: 'Here?' } });
-    expect(question!.__eventId).toMatch(/^\d+$/);
+    expect(question!.__eventId).toMatch(/:\d+$/);
     expect(question!.params._meta).toBeUndefined();
     expect((await mcp.post({ jsonrpc: '2.0', id: question!.id, result: { action: 'accept', content: { answer: 'yes, here' } } })).status).toBe(202);
     const final = await reader.nextMessage();
@@ -300,17 +301,11 @@ describe('a plain call of a task-capable tool', () => {
     const response = await owner.post({ jsonrpc: '2.0', id: 'mine', method: 'tools/call', params: { name: 'delay', arguments: { seconds: 0.5 } } });
     const firstId = (await readAll(new SseReader(response)))[0].id!;
     for (const other of [await rawSession(createToken(server, 'eve@example.com')), await rawSession()]) {
-      // An id of someone else's stream resumes nothing of it: the caller gets its own session's GET stream.
-      const stream = await resume(other, firstId);
-      await other.startDelayTask(0.1);
-      const seen: any[] = [];
-      for (let message = await stream.nextMessage(); message; message = await stream.nextMessage()) {
-        seen.push(message);
-        if (message.method === 'notifications/tasks/status' && message.params.status === 'completed') break;
-      }
-      expect(seen.at(-1)?.params?.status).toBe('completed');
-      expect(seen.filter((message) => message.id === 'mine')).toEqual([]);
-      await stream.close();
+      // An id of someone else's stream resumes nothing, not even the caller's own GET stream in its place.
+      const headers = other.headers({ Accept: 'text/event-stream', 'Last-Event-ID': firstId });
+      const refused = await fetch(server.mcpUrl, { method: 'GET', headers });
+      expect(refused.status).toBe(400);
+      expect(JSON.stringify(await refused.json())).not.toContain('mine');
     }
   });
 });

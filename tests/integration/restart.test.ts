@@ -114,4 +114,35 @@ describe('kill -9 and a fresh start', () => {
     expect(server.db().prepare('SELECT attempt FROM tasks WHERE id = ?').get(task.taskId)).toEqual({ attempt: 2 });
     expect((await mcp.call('tasks/result', { taskId: task.taskId })).content[0].text).toBe('Waited 2 s.');
   });
+
+  it("continues a task's progress on the GET stream from the last value sent there", async () => {
+    const mcp = new RawMcp(server.mcpUrl, createToken(server, 'progress@example.com'));
+    await mcp.initialize();
+    const getStream = await mcp.openGetStream();
+    await getStream.next();
+    const task = await mcp.startDelayTask(4, { _meta: { progressToken: 'on-get' } });
+    const ofTask = (message: Record<string, any>) =>
+      message.params?.taskId === task.taskId || message.params?._meta?.['io.modelcontextprotocol/related-task']?.taskId === task.taskId;
+    const progress: number[] = [];
+    let lastEventId = '';
+    while (progress.length === 0 || progress.at(-1)! < 1.5) {
+      const message = await getStream.nextMessageWhere((candidate) => candidate.method === 'notifications/progress' && ofTask(candidate));
+      progress.push(message.params.progress);
+      lastEventId = message.__eventId;
+    }
+    await server.kill9();
+    // What was stored lags what was sent: progress is stored about once a second.
+    server.db().prepare('UPDATE tasks SET progress = 0.5 WHERE id = ?').run(task.taskId);
+    await server.restart();
+
+    const resumed = await mcp.openGetStream(lastEventId);
+    for (;;) {
+      const message = await resumed.nextMessageWhere(ofTask, 20_000);
+      if (message.method === 'notifications/tasks/status' && message.params.status === 'completed') break;
+      if (message.method === 'notifications/progress') progress.push(message.params.progress);
+    }
+    for (let i = 1; i < progress.length; i += 1) expect(progress[i]).toBeGreaterThan(progress[i - 1]);
+    expect(progress.at(-1)).toBe(4);
+    await resumed.close();
+  });
 });

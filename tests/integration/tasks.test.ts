@@ -433,9 +433,9 @@ describe('notifications on the GET stream', () => {
     expect(status.params).toMatchObject({ taskId: task.taskId, status: 'completed', ttl: 300_000 });
     expect(status.params._meta).toBeUndefined();
 
-    const ids = received.map((message) => Number(message.__eventId));
+    const ids = received.map((message) => Number(message.__eventId.slice('get:'.length)));
     expect(ids).toEqual([...ids].sort((a, b) => a - b));
-    const resumed = await mcp.openGetStream(String(ids[0]));
+    const resumed = await mcp.openGetStream(received[0].__eventId);
     const replayed = [await resumed.nextMessage(), await resumed.nextMessage(), await resumed.nextMessage()];
     await resumed.close();
     expect(replayed.map((message) => message?.__eventId)).toEqual(received.slice(1).map((message) => message.__eventId));

@@ -157,7 +157,7 @@ describe('closing a plain call’s stream (SSE polling)', () => {
     // The server closes the stream before the tool returns: the whole body is what came until then.
     const firstPart = await response.text();
     expect(firstPart).not.toContain('"result"');
-    const priming = /id: (\d+)\nretry: 1000\ndata: \n\n/.exec(firstPart);
+    const priming = /id: (\S+:\d+)\nretry: 1000\ndata: \n\n/.exec(firstPart);
     expect(priming, firstPart).not.toBeNull();
 
     const reader = await mcp.openGetStream(priming![1]);

@@ -450,13 +450,14 @@ describe('the GET stream', () => {
     expect(stream.response.headers.get('content-type')).toBe('text/event-stream');
     expect(stream.response.headers.get('cache-control')).toBe('no-cache, no-transform');
     const priming = await stream.next();
-    expect(priming).toEqual({ id: expect.stringMatching(/^\d+$/), data: '' });
+    expect(priming).toEqual({ id: expect.stringMatching(/^get:\d+$/), data: '' });
     await stream.close();
     // Event ids are unique across all of a session's streams, priming events included.
     const again = await mcp.openGetStream();
     const secondPriming = await again.next();
     expect(secondPriming?.data).toBe('');
-    expect(Number(secondPriming?.id)).toBeGreaterThan(Number(priming?.id));
+    const rowOf = (id: string | undefined) => Number(id?.slice('get:'.length));
+    expect(rowOf(secondPriming?.id)).toBeGreaterThan(rowOf(priming?.id));
     await again.close();
   });
 });

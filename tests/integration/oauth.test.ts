@@ -1,11 +1,13 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpsDocumentServer } from '../helpers/https';
 import { RawMcp } from '../helpers/mcp';
 import { BrowserSession, pkcePair, registerClient, tokenRequest } from '../helpers/oauth';
-import { createToken, startServer, type TestServer } from '../helpers/server';
+import { advanceClock, createToken, shiftedClockEnv, startServer, type TestServer } from '../helpers/server';
+import { bearerChallenge, parseWwwAuthenticate } from '../helpers/www-authenticate';
 
 const root = path.resolve(__dirname, '..', '..');
 const tsxCli = path.join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs');
@@ -16,6 +18,22 @@ const registrationsPerHour = 40;
 let server: TestServer;
 let documents: HttpsDocumentServer;
 let resource: string;
+/** Every code, token and secret the server hands out in this suite: none may appear in its output. */
+const issuedSecrets = new Set<string>();
+
+function rememberSecrets(body: Record<string, unknown>): void {
+  for (const name of ['code', 'access_token', 'refresh_token', 'client_secret', 'id_token']) {
+    if (typeof body[name] === 'string') issuedSecrets.add(body[name] as string);
+  }
+}
+
+async function tokenEndpoint(params: Record<string, string>, headers: Record<string, string> = {}, target: TestServer = server) {
+  const result = await tokenRequest(target.url, params, headers);
+  rememberSecrets(result.body);
+  // A strict client must be able to read whatever challenge the token endpoint sends.
+  if (result.challenge !== null) parseWwwAuthenticate(result.challenge);
+  return result;
+}
 
 function runScript(script: string, args: string[], extraEnv: Record<string, string> = {}) {
   return spawnSync(process.execPath, [tsxCli, script, ...args], {
@@ -48,7 +66,9 @@ async function publicClient(extra: Record<string, unknown> = {}): Promise<string
     ...extra,
   });
   expect(response.status).toBe(201);
-  return ((await response.json()) as { client_id: string }).client_id;
+  const client = (await response.json()) as { client_id: string };
+  rememberSecrets(client);
+  return client.client_id;
 }
 
 function authorizationUrl(clientId: string, challenge: string, overrides: Record<string, string | null> = {}): string {
@@ -75,11 +95,25 @@ async function authorize(browser: BrowserSession, clientId: string, overrides: R
   expect(landed.origin + landed.pathname).toBe(redirectUri);
   const code = landed.searchParams.get('code');
   expect(code, `no code in ${landed}`).toBeTruthy();
+  issuedSecrets.add(code!);
   return { code: code!, verifier: pkce.verifier, landed };
 }
 
+/** A GET over node:http, which (unlike fetch) sends the Host header it is given. */
+function rawGetJson(pathname: string, headers: Record<string, string>): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    const request = http.get(`${server.url}${pathname}`, { headers }, (response) => {
+      let body = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk) => (body += chunk));
+      response.on('end', () => (response.statusCode === 200 ? resolve(JSON.parse(body)) : reject(new Error(`${pathname}: ${response.statusCode} ${body}`))));
+    });
+    request.on('error', reject);
+  });
+}
+
 async function exchange(clientId: string, code: string, verifier: string, overrides: Record<string, string> = {}) {
-  return tokenRequest(server.url, {
+  return tokenEndpoint({
     grant_type: 'authorization_code',
     client_id: clientId,
     code,
@@ -97,14 +131,21 @@ async function tokensFor(browser: BrowserSession, clientId: string) {
   return body as { access_token: string; refresh_token: string; scope: string; expires_in: number };
 }
 
-async function mcpStatus(token: string): Promise<{ status: number; challenge: string | null }> {
+/**
+ * Calls /mcp with a bearer token (or another Authorization header); a refusal's challenge is parsed
+ * as a strict client parses it, so a malformed one fails the test.
+ */
+async function mcpStatus(token: string, authorization = token ? `Bearer ${token}` : ''): Promise<{ status: number; challenge: Record<string, string> }> {
   const response = await fetch(server.mcpUrl, {
     method: 'POST',
-    headers: { ...(token ? { Authorization: `Bearer ${token}` } : {}), 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+    headers: { ...(authorization ? { Authorization: authorization } : {}), 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }),
   });
   await response.body?.cancel();
-  return { status: response.status, challenge: response.headers.get('www-authenticate') };
+  const header = response.headers.get('www-authenticate');
+  if (response.status === 401 || response.status === 403) return { status: response.status, challenge: bearerChallenge(header) };
+  expect(header).toBeNull();
+  return { status: response.status, challenge: {} };
 }
 
 beforeAll(async () => {
@@ -125,16 +166,38 @@ afterAll(async () => {
 });
 
 describe('discovery', () => {
-  it('publishes protected resource metadata at the path-aware and the root address', async () => {
-    for (const suffix of ['/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-protected-resource']) {
+  // RFC 9728 section 3.3: each document names the resource its address was made from.
+  it('publishes protected resource metadata for /mcp at the path-aware address and for the server at the root', async () => {
+    for (const [suffix, named] of [['/.well-known/oauth-protected-resource/mcp', resource], ['/.well-known/oauth-protected-resource', server.url]]) {
       const response = await fetch(`${server.url}${suffix}`);
       expect(response.status).toBe(200);
       expect(await response.json()).toMatchObject({
-        resource,
+        resource: named,
         authorization_servers: [server.url],
         scopes_supported: ['mcp'],
         bearer_methods_supported: ['header'],
       });
+    }
+  });
+
+  it('issues tokens for the resource the root document names, which /mcp accepts', async () => {
+    const clientId = await publicClient();
+    const ada = await signedIn('ada@example.com');
+    const { code, verifier } = await authorize(ada, clientId, { resource: server.url });
+    const { status, body } = await exchange(clientId, code, verifier, { resource: server.url });
+    expect(status, JSON.stringify(body)).toBe(200);
+    expect((await mcpStatus(body.access_token)).status).toBe(200);
+  });
+
+  it('builds every address in its metadata from APP_URL, whatever Host the request names', async () => {
+    const spoofed: Array<Record<string, string>> = [{ host: 'evil.example' }, { 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https' }];
+    for (const headers of spoofed) {
+      for (const pathname of ['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration', '/.well-known/oauth-protected-resource/mcp']) {
+        const metadata = await rawGetJson(pathname, headers);
+        const addresses = Object.entries(metadata).filter(([, value]) => typeof value === 'string' && /^https?:/.test(value));
+        expect(addresses.length, pathname).toBeGreaterThan(0);
+        for (const [name, value] of addresses) expect(`${name}: ${value}`).toMatch(new RegExp(`^${name}: ${server.url}(/|$)`));
+      }
     }
   });
 
@@ -172,16 +235,28 @@ describe('discovery', () => {
   it('answers /mcp without a token with 401 and where to discover the authorization server', async () => {
     const { status, challenge } = await mcpStatus('');
     expect(status).toBe(401);
-    expect(challenge).toContain(`resource_metadata="${server.url}/.well-known/oauth-protected-resource/mcp"`);
-    expect(challenge).toContain('scope="mcp"');
-    expect(challenge).not.toContain('error=');
+    expect(challenge.resource_metadata).toBe(`${server.url}/.well-known/oauth-protected-resource/mcp`);
+    expect(challenge.scope).toBe('mcp');
+    expect(challenge.error).toBeUndefined();
   });
 
-  it('says invalid_token, with the metadata address, for a token it does not know', async () => {
-    const { status, challenge } = await mcpStatus('A'.repeat(43));
-    expect(status).toBe(401);
-    expect(challenge).toContain('error="invalid_token"');
-    expect(challenge).toContain('resource_metadata="');
+  // RFC 6750 section 3.1: a request that carries no bearer token gets no error code.
+  it('answers another authentication scheme as a request without a token', async () => {
+    for (const authorization of [`Basic ${Buffer.from('ada:secret').toString('base64')}`, 'Digest username="ada"']) {
+      const { status, challenge } = await mcpStatus('', authorization);
+      expect(status).toBe(401);
+      expect(challenge.error).toBeUndefined();
+      expect(challenge.resource_metadata).toBe(`${server.url}/.well-known/oauth-protected-resource/mcp`);
+    }
+  });
+
+  it('says invalid_token, with the metadata address, for a token it does not know or cannot read', async () => {
+    for (const token of ['A'.repeat(43), 'not a token']) {
+      const { status, challenge } = await mcpStatus('', `Bearer ${token}`);
+      expect(status).toBe(401);
+      expect(challenge.error).toBe('invalid_token');
+      expect(challenge.resource_metadata).toBe(`${server.url}/.well-known/oauth-protected-resource/mcp`);
+    }
   });
 
   it('keeps personal access tokens working', async () => {
@@ -312,8 +387,8 @@ describe('authorization code with PKCE', () => {
     const { body } = await exchange(clientId, code, verifier);
     const { status, challenge } = await mcpStatus(body.access_token);
     expect(status).toBe(403);
-    expect(challenge).toContain('error="insufficient_scope"');
-    expect(challenge).toContain('scope="mcp"');
+    expect(challenge).toMatchObject({ error: 'insufficient_scope', scope: 'mcp', resource_metadata: `${server.url}/.well-known/oauth-protected-resource/mcp` });
+    expect(challenge.error_description).toMatch(/mcp scope/);
   });
 });
 
@@ -342,7 +417,7 @@ describe('token endpoint errors', () => {
     expect(again.body.error).toBe('invalid_grant');
     // A reused code revokes what it issued.
     expect((await mcpStatus(first.body.access_token)).status).toBe(401);
-    expect((await tokenRequest(server.url, { grant_type: 'refresh_token', client_id: clientId, refresh_token: first.body.refresh_token })).body.error).toBe('invalid_grant');
+    expect((await tokenEndpoint({ grant_type: 'refresh_token', client_id: clientId, refresh_token: first.body.refresh_token })).body.error).toBe('invalid_grant');
   });
 
   it('refuses an expired code', async () => {
@@ -370,17 +445,17 @@ describe('token endpoint errors', () => {
     const clientId = await publicClient();
     const ada = await signedIn('ada@example.com');
     const first = await tokensFor(ada, clientId);
-    const refreshed = await tokenRequest(server.url, { grant_type: 'refresh_token', client_id: clientId, refresh_token: first.refresh_token, resource });
+    const refreshed = await tokenEndpoint({ grant_type: 'refresh_token', client_id: clientId, refresh_token: first.refresh_token, resource });
     expect(refreshed.status).toBe(200);
     expect(refreshed.body.refresh_token).toBeTruthy();
     expect(refreshed.body.refresh_token).not.toBe(first.refresh_token);
     expect((await mcpStatus(refreshed.body.access_token)).status).toBe(200);
 
-    const reused = await tokenRequest(server.url, { grant_type: 'refresh_token', client_id: clientId, refresh_token: first.refresh_token });
+    const reused = await tokenEndpoint({ grant_type: 'refresh_token', client_id: clientId, refresh_token: first.refresh_token });
     expect(reused.status).toBe(400);
     expect(reused.body.error).toBe('invalid_grant');
     expect((await mcpStatus(refreshed.body.access_token)).status).toBe(401);
-    const next = await tokenRequest(server.url, { grant_type: 'refresh_token', client_id: clientId, refresh_token: refreshed.body.refresh_token });
+    const next = await tokenEndpoint({ grant_type: 'refresh_token', client_id: clientId, refresh_token: refreshed.body.refresh_token });
     expect(next.body.error).toBe('invalid_grant');
   });
 
@@ -408,7 +483,8 @@ describe('token endpoint errors', () => {
       .run();
     const { status, challenge } = await mcpStatus(tokens.access_token);
     expect(status).toBe(401);
-    expect(challenge).toContain('another resource');
+    expect(challenge.error).toBe('invalid_token');
+    expect(challenge.error_description).toContain('another resource');
   });
 });
 
@@ -512,16 +588,17 @@ describe('registration', () => {
     const response = await registerClient(server.url, { client_name: 'Confidential', redirect_uris: [redirectUri] });
     expect(response.status).toBe(201);
     const client = (await response.json()) as { client_id: string; client_secret: string; token_endpoint_auth_method: string };
+    rememberSecrets(client);
     expect(client.client_secret).toBeTruthy();
     expect(client.token_endpoint_auth_method).toBe('client_secret_basic');
     const basic = (secret: string) => `Basic ${Buffer.from(`${client.client_id}:${secret}`).toString('base64')}`;
     const bogusCode = { grant_type: 'authorization_code', code: 'x', redirect_uri: redirectUri };
-    expect((await tokenRequest(server.url, bogusCode, { Authorization: basic('wrong') })).body.error).toBe('invalid_client');
+    expect((await tokenEndpoint(bogusCode, { Authorization: basic('wrong') })).body.error).toBe('invalid_client');
     // The right secret passes client authentication (and meets the bogus code).
-    expect((await tokenRequest(server.url, bogusCode, { Authorization: basic(client.client_secret) })).body.error).toBe('invalid_grant');
-    const posted = await tokenRequest(server.url, { ...bogusCode, client_id: client.client_id, client_secret: client.client_secret });
+    expect((await tokenEndpoint(bogusCode, { Authorization: basic(client.client_secret) })).body.error).toBe('invalid_grant');
+    const posted = await tokenEndpoint({ ...bogusCode, client_id: client.client_id, client_secret: client.client_secret });
     expect(posted.body.error).toBe('invalid_grant');
-    const postedWrong = await tokenRequest(server.url, { ...bogusCode, client_id: client.client_id, client_secret: `${client.client_secret}x` });
+    const postedWrong = await tokenEndpoint({ ...bogusCode, client_id: client.client_id, client_secret: `${client.client_secret}x` });
     expect(postedWrong.body.error).toBe('invalid_client');
     const stored = JSON.stringify(server.db().prepare("SELECT payload FROM oauth_records WHERE model = 'Client'").all());
     expect(stored).not.toContain(client.client_secret);
@@ -549,10 +626,11 @@ describe('registration', () => {
     expect(result.status, result.stderr).toBe(0);
     const clientId = /client_id: (\S+)/.exec(result.stdout)![1];
     const clientSecret = /client_secret: (\S+)/.exec(result.stdout)![1];
+    issuedSecrets.add(clientSecret);
     const ada = await signedIn('ada@example.com');
     const { code, verifier } = await authorize(ada, clientId);
     const basic = `Basic ${Buffer.from(`${clientId}:${clientSecret}`).toString('base64')}`;
-    const tokens = await tokenRequest(server.url, { grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: redirectUri, resource }, { Authorization: basic });
+    const tokens = await tokenEndpoint({ grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: redirectUri, resource }, { Authorization: basic });
     expect(tokens.status).toBe(200);
     expect(server.db().prepare('SELECT registration FROM oauth_consents WHERE client_id = ?').get(clientId)).toEqual({ registration: 'preregistered' });
     expect(JSON.stringify(server.db().prepare("SELECT payload FROM oauth_records WHERE model = 'Client'").all())).not.toContain(clientSecret);

@@ -8,7 +8,7 @@ import { getEnv } from '@/lib/env';
 import { clientSecretMatches, SqliteAdapter } from './adapter';
 import { loadSigningKeys } from './keys';
 import { loopbackRedirectAllowed } from './loopback';
-import { mcpResource, mcpScope, oauthRoutes } from './metadata';
+import { audienceOfResource, mcpResource, mcpScope, oauthRoutes } from './metadata';
 import { renderOAuthErrorPage } from './error-page';
 import { signedInUserId } from './signed-in-user';
 
@@ -114,10 +114,11 @@ async function createProvider(): Promise<Provider> {
         defaultResource: () => resource,
         useGrantedResource: () => true,
         getResourceServerInfo(_ctx, indicator) {
-          if (indicator !== resource) throw new errors.InvalidTarget(`the only resource here is ${resource}`);
+          const audience = audienceOfResource(indicator, env.APP_URL);
+          if (!audience) throw new errors.InvalidTarget(`the resources here are ${resource} and ${env.APP_URL}`);
           return {
             scope: mcpScope,
-            audience: resource,
+            audience,
             accessTokenTTL: env.OAUTH_ACCESS_TOKEN_TTL_SECONDS,
             accessTokenFormat: 'opaque',
           };
@@ -146,8 +147,8 @@ async function createProvider(): Promise<Provider> {
   };
 
   const provider = new ProviderClass(env.APP_URL, configuration);
-  // Behind a TLS proxy the app listens on http; the proxy's X-Forwarded-Proto says the request was https.
-  provider.proxy = env.APP_URL.startsWith('https:');
+  // The forwarded host and protocol it reads are APP_URL's, set by the node handler on every request.
+  provider.proxy = true;
   const clientPrototype = provider.Client.prototype as {
     redirectUriAllowed(value: string): boolean;
     compareClientSecret(presented: string): boolean;

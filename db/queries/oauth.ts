@@ -44,12 +44,18 @@ export function findOAuthRecordByUid(model: string, uid: string, now = Date.now(
     .get();
 }
 
-export function consumeOAuthRecord(model: string, idHash: string, at: number): void {
-  getDb()
-    .update(oauthRecords)
-    .set({ consumedAt: at })
-    .where(and(eq(oauthRecords.model, model), eq(oauthRecords.idHash, idHash)))
-    .run();
+/**
+ * Marks a code or refresh token used, if nobody did first: false when another request (of this or
+ * another instance) consumed it since it was read, which is a reuse.
+ */
+export function consumeOAuthRecord(model: string, idHash: string, at: number): boolean {
+  return (
+    getDb()
+      .update(oauthRecords)
+      .set({ consumedAt: at })
+      .where(and(eq(oauthRecords.model, model), eq(oauthRecords.idHash, idHash), isNull(oauthRecords.consumedAt)))
+      .run().changes === 1
+  );
 }
 
 export function deleteOAuthRecord(model: string, idHash: string): void {
@@ -66,14 +72,15 @@ export function deleteOAuthRecordsOfModelAndGrant(model: string, grantId: string
     .run();
 }
 
-/** Deletes a grant's codes and tokens (every model that carries its id) and the grant itself. */
-export function deleteOAuthRecordsOfGrant(grantId: string, grantIdHash: string): void {
+/** Deletes a grant's codes and tokens (every model that carries its id), the grant itself and the consent naming it. */
+export function revokeOAuthGrant(grantId: string, grantIdHash: string): void {
   const db = getDb();
   db.transaction((tx) => {
     tx.delete(oauthRecords).where(eq(oauthRecords.grantId, grantId)).run();
     tx.delete(oauthRecords)
       .where(and(eq(oauthRecords.model, 'Grant'), eq(oauthRecords.idHash, grantIdHash)))
       .run();
+    tx.delete(oauthConsents).where(eq(oauthConsents.grantId, grantId)).run();
   });
 }
 

@@ -441,6 +441,31 @@ describe('token endpoint errors', () => {
     expect(result.body.error).toBe('invalid_client');
   });
 
+  it('lets only one of two simultaneous redemptions of a code win, and treats the other as reuse', async () => {
+    const clientId = await publicClient();
+    const ada = await signedIn('ada@example.com');
+    const { code, verifier } = await authorize(ada, clientId);
+    const results = await Promise.all(Array.from({ length: 4 }, () => exchange(clientId, code, verifier)));
+    const winners = results.filter((result) => result.status === 200);
+    expect(winners.length, JSON.stringify(results.map((result) => result.body))).toBeLessThanOrEqual(1);
+    for (const loser of results.filter((result) => result.status !== 200)) expect(loser.body.error).toBe('invalid_grant');
+    // A reused code revokes what it issued, the winner's tokens included.
+    for (const winner of winners) expect((await mcpStatus(winner.body.access_token)).status).toBe(401);
+  });
+
+  it('lets only one of two simultaneous uses of a refresh token win, and treats the other as reuse', async () => {
+    const clientId = await publicClient();
+    const ada = await signedIn('ada@example.com');
+    const tokens = await tokensFor(ada, clientId);
+    const refresh = () => tokenEndpoint({ grant_type: 'refresh_token', client_id: clientId, refresh_token: tokens.refresh_token, resource });
+    const results = await Promise.all(Array.from({ length: 4 }, refresh));
+    const winners = results.filter((result) => result.status === 200);
+    expect(winners.length, JSON.stringify(results.map((result) => result.body))).toBeLessThanOrEqual(1);
+    for (const loser of results.filter((result) => result.status !== 200)) expect(loser.body.error).toBe('invalid_grant');
+    for (const winner of winners) expect((await mcpStatus(winner.body.access_token)).status).toBe(401);
+    expect((await mcpStatus(tokens.access_token)).status).toBe(401);
+  });
+
   it('rotates refresh tokens, and a reused one revokes the whole grant', async () => {
     const clientId = await publicClient();
     const ada = await signedIn('ada@example.com');

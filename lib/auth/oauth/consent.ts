@@ -1,11 +1,10 @@
 import type { Client } from 'oidc-provider';
 import {
-  deleteConsent,
-  deleteOAuthRecordsOfGrant,
   findOAuthRecord,
   getConsent,
   getConsentById,
   listConsentsByUserId,
+  revokeOAuthGrant,
   upsertConsent,
   type OAuthConsent,
 } from '@/db/queries/oauth';
@@ -108,7 +107,6 @@ export function listConnectedApps(userId: string): ConnectedApp[] {
 export function disconnectApp(consentId: string, userId: string): boolean {
   const consent = getConsentById(consentId, userId);
   if (!consent) return false;
-  deleteOAuthRecordsOfGrant(consent.grantId, hashOAuthId(consent.grantId));
-  deleteConsent(consent.id);
+  revokeOAuthGrant(consent.grantId, hashOAuthId(consent.grantId));
   return true;
 }

@@ -52,7 +52,8 @@ async function createProvider(): Promise<Provider> {
   );
 
   const configuration: Configuration = {
-    adapter: SqliteAdapter,
+    adapter: (model: string) =>
+      new SqliteAdapter(model, { reuseError: () => new errors.InvalidGrant('authorization code or refresh token already used') }),
     clients: [],
     jwks: { keys: loadSigningKeys() as NonNullable<Configuration['jwks']>['keys'] },
     cookies: { keys: cookieKeys() },

@@ -1,4 +1,4 @@
-import { and, desc, eq, gt, isNull, lte, or } from 'drizzle-orm';
+import { and, desc, eq, gt, isNull, lte, ne, or, sql } from 'drizzle-orm';
 import { getDb } from '../client';
 import { oauthConsents, oauthRecords, type ClientRegistration } from '../schema';
 
@@ -84,6 +84,31 @@ export function revokeOAuthGrant(grantId: string, grantIdHash: string): void {
   });
 }
 
+const payloadField = (name: 'accountId' | 'clientId') => sql`json_extract(${oauthRecords.payload}, ${`$.${name}`})`;
+
+/**
+ * Disconnect: every grant of this person and client, with its codes and tokens (each carries both
+ * ids), and the consent. Not only the grant the consent names: two authorizations allowed at the same
+ * time may each have made one.
+ */
+export function revokeOAuthGrantsOfUserAndClient(userId: string, clientId: string): void {
+  getDb().transaction((tx) => {
+    tx.delete(oauthRecords)
+      .where(and(ne(oauthRecords.model, 'Client'), eq(payloadField('accountId'), userId), eq(payloadField('clientId'), clientId)))
+      .run();
+    tx.delete(oauthConsents).where(and(eq(oauthConsents.userId, userId), eq(oauthConsents.clientId, clientId))).run();
+  });
+}
+
+/** A client, and every grant, code and token issued to it, and every consent to it. */
+export function deleteOAuthClientAndGrants(clientId: string, clientIdHash: string): void {
+  getDb().transaction((tx) => {
+    tx.delete(oauthRecords).where(and(eq(oauthRecords.model, 'Client'), eq(oauthRecords.idHash, clientIdHash))).run();
+    tx.delete(oauthRecords).where(eq(payloadField('clientId'), clientId)).run();
+    tx.delete(oauthConsents).where(eq(oauthConsents.clientId, clientId)).run();
+  });
+}
+
 export function deleteExpiredOAuthRecords(now: number): number {
   return getDb().delete(oauthRecords).where(lte(oauthRecords.expiresAt, now)).run().changes;
 }
@@ -97,21 +122,28 @@ export function upsertConsent(input: {
   grantId: string;
   scope: string;
   allowedAt: number;
-}): void {
-  getDb()
-    .insert(oauthConsents)
-    .values({ id: crypto.randomUUID(), ...input })
-    .onConflictDoUpdate({
-      target: [oauthConsents.userId, oauthConsents.clientId],
-      set: {
-        clientName: input.clientName,
-        redirectHost: input.redirectHost,
-        grantId: input.grantId,
-        scope: input.scope,
-        allowedAt: input.allowedAt,
-      },
-    })
-    .run();
+}): { replacedGrantId: string | null } {
+  return getDb().transaction((tx) => {
+    const previous = tx
+      .select({ grantId: oauthConsents.grantId })
+      .from(oauthConsents)
+      .where(and(eq(oauthConsents.userId, input.userId), eq(oauthConsents.clientId, input.clientId)))
+      .get();
+    tx.insert(oauthConsents)
+      .values({ id: crypto.randomUUID(), ...input })
+      .onConflictDoUpdate({
+        target: [oauthConsents.userId, oauthConsents.clientId],
+        set: {
+          clientName: input.clientName,
+          redirectHost: input.redirectHost,
+          grantId: input.grantId,
+          scope: input.scope,
+          allowedAt: input.allowedAt,
+        },
+      })
+      .run();
+    return { replacedGrantId: previous && previous.grantId !== input.grantId ? previous.grantId : null };
+  });
 }
 
 export function getConsent(userId: string, clientId: string): OAuthConsent | undefined {
@@ -141,10 +173,6 @@ export function listConsentsByUserId(userId: string): OAuthConsent[] {
 
 export function markConsentUsed(grantId: string, at: number): void {
   getDb().update(oauthConsents).set({ lastUsedAt: at }).where(eq(oauthConsents.grantId, grantId)).run();
-}
-
-export function deleteConsent(id: string): void {
-  getDb().delete(oauthConsents).where(eq(oauthConsents.id, id)).run();
 }
 
 export function deleteConsentsOfGrant(grantId: string): void {

@@ -430,15 +430,21 @@ describe('token endpoint errors', () => {
     expect(result.body.error).toBe('invalid_grant');
   });
 
-  it('answers invalid_client for an unknown client and for a deleted one', async () => {
+  it('answers invalid_client for an unknown client and for a deleted one, whose tokens end at once', async () => {
     expect((await exchange('no-such-client', 'x', 'y')).body.error).toBe('invalid_client');
     const clientId = await publicClient();
     const ada = await signedIn('ada@example.com');
+    const bob = await signedIn('bob@example.com');
+    const adaTokens = await tokensFor(ada, clientId);
+    const bobTokens = await tokensFor(bob, clientId);
     const { code, verifier } = await authorize(ada, clientId);
+    expect((await mcpStatus(adaTokens.access_token)).status).toBe(200);
     expect(runScript('scripts/oauth-client.ts', ['--delete', clientId]).status).toBe(0);
     const result = await exchange(clientId, code, verifier);
     expect(result.status).toBe(401);
     expect(result.body.error).toBe('invalid_client');
+    for (const tokens of [adaTokens, bobTokens]) expect((await mcpStatus(tokens.access_token)).status).toBe(401);
+    expect(server.db().prepare('SELECT count(*) AS n FROM oauth_consents WHERE client_id = ?').get(clientId)).toEqual({ n: 0 });
   });
 
   it('lets only one of two simultaneous redemptions of a code win, and treats the other as reuse', async () => {

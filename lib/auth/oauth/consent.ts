@@ -5,6 +5,7 @@ import {
   getConsentById,
   listConsentsByUserId,
   revokeOAuthGrant,
+  revokeOAuthGrantsOfUserAndClient,
   upsertConsent,
   type OAuthConsent,
 } from '@/db/queries/oauth';
@@ -60,7 +61,11 @@ export async function describeConsentRequest(uid: string, userId: string): Promi
   };
 }
 
-/** Records the person's Allow: extends (or creates) their grant for this client with what it asked. */
+/**
+ * Records the person's Allow: extends their grant for this client with what it asked, creating one
+ * only when they have none. The grant is the one the consent names now, not the one this step began
+ * with: two steps allowed in two tabs then share one grant, which Disconnect ends.
+ */
 export async function allowConsent(
   provider: OAuthProvider,
   input: { userId: string; client: Client; registration: ClientRegistration; details: InteractionDetails },
@@ -71,8 +76,12 @@ export async function allowConsent(
     missingOIDCClaims?: string[];
     missingResourceScopes?: Record<string, string[]>;
   };
-  const existing = details.grantId ? await provider.Grant.find(details.grantId) : undefined;
-  const grant = existing ?? new provider.Grant({ accountId: userId, clientId: client.clientId });
+  const existingId = getConsent(userId, client.clientId)?.grantId ?? details.grantId;
+  const existing = existingId ? await provider.Grant.find(existingId) : undefined;
+  const grant =
+    existing && existing.accountId === userId && existing.clientId === client.clientId
+      ? existing
+      : new provider.Grant({ accountId: userId, clientId: client.clientId });
   if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
   if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims);
   for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes ?? {})) {
@@ -81,7 +90,7 @@ export async function allowConsent(
   const grantId = await grant.save();
   const resourceScopes = Object.keys(missing.missingResourceScopes ?? {}).map((indicator) => grant.getResourceScope(indicator));
   const scope = [...new Set([grant.getOIDCScope(), ...resourceScopes].join(' ').split(' ').filter(Boolean))].join(' ');
-  upsertConsent({
+  const { replacedGrantId } = upsertConsent({
     userId,
     clientId: client.clientId,
     clientName: client.clientName ?? null,
@@ -91,6 +100,8 @@ export async function allowConsent(
     scope,
     allowedAt: Date.now(),
   });
+  // Another step's Allow made a grant meanwhile: only one may stay, and nothing may outlive the consent.
+  if (replacedGrantId) revokeOAuthGrant(replacedGrantId, hashOAuthId(replacedGrantId));
   return grantId;
 }
 
@@ -101,12 +112,13 @@ export function listConnectedApps(userId: string): ConnectedApp[] {
 }
 
 /**
- * Disconnect: the grant, its codes, access and refresh tokens go at once (an open /mcp stream notices
- * within seconds, as for a revoked personal token). False when it is not this person's.
+ * Disconnect: every grant of this person and client, with its codes, access and refresh tokens, goes
+ * at once (an open /mcp stream notices within seconds, as for a revoked personal token). False when
+ * it is not this person's.
  */
 export function disconnectApp(consentId: string, userId: string): boolean {
   const consent = getConsentById(consentId, userId);
   if (!consent) return false;
-  revokeOAuthGrant(consent.grantId, hashOAuthId(consent.grantId));
+  revokeOAuthGrantsOfUserAndClient(userId, consent.clientId);
   return true;
 }

@@ -50,6 +50,13 @@ function createPerson(email: string): void {
   if (result.status !== 0) throw new Error(result.stderr);
 }
 
+/** A public client registered by the operator (command line): vetted, so errors go back to it. */
+function operatorClient(name: string): string {
+  const result = runScript('scripts/oauth-client.ts', ['--name', name, '--redirect-uri', redirectUri, '--public']);
+  if (result.status !== 0) throw new Error(result.stderr);
+  return /client_id: (\S+)/.exec(result.stdout)![1];
+}
+
 async function signedIn(email: string): Promise<BrowserSession> {
   const browser = new BrowserSession(server.url);
   await browser.signIn(email, password);
@@ -329,14 +336,53 @@ describe('authorization code with PKCE', () => {
     expect(server.db().prepare("SELECT count(*) AS n FROM oauth_consents WHERE client_id = ?").get(clientId)).toEqual({ n: 0 });
   });
 
-  it('refuses plain and missing PKCE challenges', async () => {
-    const clientId = await publicClient();
+  it('refuses plain and missing PKCE challenges: on a page for a self-registered client, at the redirect URI for a vetted one', async () => {
     const ada = await signedIn('ada@example.com');
+    const preregistered = operatorClient('PKCE check');
     for (const overrides of [{ code_challenge_method: 'plain' }, { code_challenge: null, code_challenge_method: null }] as Array<Record<string, string | null>>) {
-      const landed = await ada.authorize(authorizationUrl(clientId, pkcePair().challenge, overrides));
+      const shown = await ada.follow(authorizationUrl(await publicClient(), pkcePair().challenge, overrides));
+      expect(shown.url.origin).toBe(server.url);
+      expect(shown.response.status).toBe(400);
+      expect(await shown.response.text()).toContain('invalid_request');
+
+      const landed = await ada.authorize(authorizationUrl(preregistered, pkcePair().challenge, overrides));
+      expect(landed.origin + landed.pathname).toBe(redirectUri);
       expect(landed.searchParams.get('error')).toBe('invalid_request');
       expect(landed.searchParams.get('code')).toBeNull();
     }
+  });
+
+  // RFC 9700 section 4.11.2: a client nobody vetted must not turn this server into an open redirector.
+  it('never redirects to a self-registered or metadata-document client before the person has acted', async () => {
+    const evil = 'https://evil.example/x';
+    const registered = await publicClient({ redirect_uris: [evil] });
+    const documentId = documents.url('/clients/evil.json');
+    documents.serve('/clients/evil.json', { client_id: documentId, redirect_uris: [evil], token_endpoint_auth_method: 'none' });
+    const stranger = new BrowserSession(server.url);
+    const ada = await signedIn('ada@example.com');
+    for (const clientId of [registered, documentId]) {
+      const failing: Array<Record<string, string | null>> = [
+        { code_challenge: null, code_challenge_method: null },
+        { prompt: 'none' },
+        { scope: 'mcp unknown-scope' },
+        { resource: 'https://other.example/mcp' },
+      ];
+      for (const overrides of failing) {
+        for (const browser of [stranger, ada]) {
+          const response = await browser.request(authorizationUrl(clientId, pkcePair().challenge, { redirect_uri: evil, ...overrides }));
+          const location = response.headers.get('location');
+          expect(location === null || new URL(location, server.url).origin === server.url, `${JSON.stringify(overrides)} sent the browser to ${location}`).toBe(true);
+          if (location === null) {
+            expect(response.status).toBe(400);
+            expect(response.headers.get('content-type')).toMatch(/text\/html/);
+          }
+        }
+      }
+    }
+    // Deny is the person's own act: its answer goes back to the client.
+    const denied = await ada.authorize(authorizationUrl(registered, pkcePair().challenge, { redirect_uri: evil }), 'deny');
+    expect(denied.origin).toBe('https://evil.example');
+    expect(denied.searchParams.get('error')).toBe('access_denied');
   });
 
   it('shows an error page, never redirecting, for a redirect_uri the client did not register', async () => {
@@ -374,10 +420,12 @@ describe('authorization code with PKCE', () => {
   });
 
   it('refuses a resource other than this server (RFC 8707)', async () => {
-    const clientId = await publicClient();
     const ada = await signedIn('ada@example.com');
-    const landed = await ada.authorize(authorizationUrl(clientId, pkcePair().challenge, { resource: 'https://other.example/mcp' }));
+    const landed = await ada.authorize(authorizationUrl(operatorClient('Resource check'), pkcePair().challenge, { resource: 'https://other.example/mcp' }));
     expect(landed.searchParams.get('error')).toBe('invalid_target');
+    const shown = await ada.follow(authorizationUrl(await publicClient(), pkcePair().challenge, { resource: 'https://other.example/mcp' }));
+    expect(shown.response.status).toBe(400);
+    expect(await shown.response.text()).toContain('invalid_target');
   });
 
   it('issues a token without the mcp scope when it is not asked, which /mcp answers with 403 insufficient_scope', async () => {
@@ -571,14 +619,30 @@ describe('client metadata documents', () => {
     return ada.follow(authorizationUrl(clientId, pkcePair().challenge));
   }
 
-  it('uses a valid document: the consent page names the proven domain', async () => {
+  /** The text of an element of the consent page, by its test id (null when it is not there). */
+  function consentField(html: string, testId: string): string | null {
+    const match = new RegExp(`data-testid="${testId}"[^>]*>([\\s\\S]*?)</dd>`).exec(html);
+    return match ? match[1].replace(/<[^>]+>/g, '').replace(/&amp;/g, '&') : null;
+  }
+
+  it('uses a valid document: the consent page names the client by its full client_id, claims nothing more, and warns of another redirect host', async () => {
     const clientId = documents.url(documentPath('good'));
-    documents.serve(documentPath('good'), { client_id: clientId, client_name: 'Document client', redirect_uris: [redirectUri], token_endpoint_auth_method: 'none' });
+    documents.serve(documentPath('good'), { client_id: clientId, client_name: 'claude.ai', redirect_uris: [redirectUri], token_endpoint_auth_method: 'none' });
     const { url, response } = await authorizeWithDocument(clientId);
     expect(url.pathname).toMatch(/^\/consent\//);
     const html = await response.text();
-    expect(html).toContain('Document client');
-    expect(html).toContain(`Verified domain: localhost:${documents.port}`);
+    expect(consentField(html, 'client-identity')).toContain(clientId);
+    expect(html).not.toMatch(/verified|who it says it is/i);
+    expect(consentField(html, 'redirect-warning')).toContain(new URL(redirectUri).host);
+
+    const sameHost = documents.url(documentPath('same-host'));
+    documents.serve(documentPath('same-host'), { client_id: sameHost, redirect_uris: [documents.url('/callback')], token_endpoint_auth_method: 'none' });
+    const ada = await signedIn('ada@example.com');
+    const page = await ada.follow(authorizationUrl(sameHost, pkcePair().challenge, { redirect_uri: documents.url('/callback') }));
+    expect(page.url.pathname).toMatch(/^\/consent\//);
+    const sameHostHtml = await page.response.text();
+    expect(consentField(sameHostHtml, 'client-identity')).toContain(sameHost);
+    expect(consentField(sameHostHtml, 'redirect-warning')).toBeNull();
   });
 
   it.each([

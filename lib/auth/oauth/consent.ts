@@ -1,6 +1,5 @@
 import type { Client } from 'oidc-provider';
 import {
-  findOAuthRecord,
   getConsent,
   getConsentById,
   listConsentsByUserId,
@@ -11,16 +10,11 @@ import {
 } from '@/db/queries/oauth';
 import type { ClientRegistration } from '@/db/schema';
 import { hashOAuthId } from './adapter';
+import { clientRegistration } from './client-registration';
 import { scopeDescriptions } from './metadata';
 import { getOAuthProvider, type OAuthProvider } from './provider';
 
 type InteractionDetails = Awaited<ReturnType<OAuthProvider['interactionDetails']>>;
-
-/** How a client came to be known: a URL client_id is a metadata document; the others were registered. */
-export function clientRegistration(clientId: string): ClientRegistration {
-  if (/^https:\/\//i.test(clientId)) return 'metadata_document';
-  return findOAuthRecord('Client', hashOAuthId(clientId))?.registeredVia === 'preregistered' ? 'preregistered' : 'dynamic';
-}
 
 function hostOf(uri: unknown): string | null {
   try {
@@ -32,10 +26,14 @@ function hostOf(uri: unknown): string | null {
 
 export interface ConsentRequest {
   clientName: string;
+  clientId: string;
   registration: ClientRegistration;
-  /** The domain the client proved it controls by serving its metadata document; null when self-asserted. */
-  provenDomain: string | null;
   redirectHost: string | null;
+  /**
+   * For a metadata document: the host of its client_id, when the person would be sent back elsewhere.
+   * Serving a document at a URL proves control of that URL only, not that the name in it is true.
+   */
+  redirectElsewhereThan: string | null;
   abilities: string[];
   /** True when the person allowed this client before and it now asks for more. */
   wantsMore: boolean;
@@ -51,11 +49,14 @@ export async function describeConsentRequest(uid: string, userId: string): Promi
   if (!client) return null;
   const registration = clientRegistration(clientId);
   const requested = String(interaction.params.scope ?? '').split(' ').filter((scope) => scope in scopeDescriptions);
+  const redirectHost = hostOf(interaction.params.redirect_uri);
+  const clientHost = hostOf(clientId);
   return {
     clientName: client.clientName ?? clientId,
+    clientId,
     registration,
-    provenDomain: registration === 'metadata_document' ? hostOf(clientId) : null,
-    redirectHost: hostOf(interaction.params.redirect_uri),
+    redirectHost,
+    redirectElsewhereThan: registration === 'metadata_document' && redirectHost !== clientHost ? clientHost : null,
     abilities: requested.length > 0 ? requested.map((scope) => scopeDescriptions[scope]) : ['Connect to your account (it will have to ask again to start tasks)'],
     wantsMore: Boolean(getConsent(userId, clientId)),
   };

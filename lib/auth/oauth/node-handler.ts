@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { getEnv } from '@/lib/env';
-import { allowConsent, clientRegistration } from './consent';
+import { clientRegistration } from './client-registration';
+import { allowConsent } from './consent';
 import { renderOAuthErrorPage } from './error-page';
 import { oauthRoutes, protectedResourceMetadata, resourceOfMetadataPath } from './metadata';
 import { getOAuthProvider } from './provider';

@@ -11,6 +11,7 @@ import { loopbackRedirectAllowed } from './loopback';
 import { audienceOfResource, mcpResource, mcpScope, oauthRoutes } from './metadata';
 import { renderOAuthErrorPage } from './error-page';
 import { signedInUserId } from './signed-in-user';
+import { showUnvettedClientErrorsHere } from './unvetted-clients';
 
 export type OAuthProvider = Provider;
 
@@ -150,6 +151,7 @@ async function createProvider(): Promise<Provider> {
   const provider = new ProviderClass(env.APP_URL, configuration);
   // The forwarded host and protocol it reads are APP_URL's, set by the node handler on every request.
   provider.proxy = true;
+  showUnvettedClientErrorsHere(provider);
   const clientPrototype = provider.Client.prototype as {
     redirectUriAllowed(value: string): boolean;
     compareClientSecret(presented: string): boolean;

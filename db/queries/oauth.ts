@@ -109,6 +109,15 @@ export function deleteOAuthClientAndGrants(clientId: string, clientIdHash: strin
   });
 }
 
+/** A registered client a person has allowed is kept; until then it expires (see the adapter). */
+export function markOAuthClientUsed(clientIdHash: string): void {
+  getDb()
+    .update(oauthRecords)
+    .set({ expiresAt: null })
+    .where(and(eq(oauthRecords.model, 'Client'), eq(oauthRecords.idHash, clientIdHash)))
+    .run();
+}
+
 export function deleteExpiredOAuthRecords(now: number): number {
   return getDb().delete(oauthRecords).where(lte(oauthRecords.expiresAt, now)).run().changes;
 }

@@ -732,16 +732,92 @@ describe('registration', () => {
     const bad = runScript('scripts/oauth-client.ts', ['--name', 'No URI']);
     expect(bad.status).toBe(2);
   });
+});
 
-  // Last: it uses up this address's registrations for the hour.
-  it('limits registrations per address per hour with 429 and Retry-After', async () => {
-    let response: Response | undefined;
-    for (let attempt = 0; attempt <= registrationsPerHour; attempt += 1) {
-      response = await registerClient(server.url, { redirect_uris: [redirectUri], token_endpoint_auth_method: 'none' });
-      if (response.status === 429) break;
-      expect(response.status).toBe(201);
+/**
+ * A second server whose clock the tests move forward (tests/helpers/shifted-clock.cjs), behind a
+ * trusted proxy (each test request names its client address in X-Forwarded-For), with a small
+ * registration limit and a short life for clients nobody uses.
+ */
+describe('limits and lifetimes', () => {
+  const registrationsPerHour = 3;
+  const unusedClientTtlSeconds = 2 * 60 * 60;
+  let timed: TestServer;
+
+  beforeAll(async () => {
+    timed = await startServer({
+      ...shiftedClockEnv(),
+      TRUST_PROXY: 'true',
+      OAUTH_REGISTRATIONS_PER_HOUR: String(registrationsPerHour),
+      OAUTH_UNUSED_CLIENT_TTL_SECONDS: String(unusedClientTtlSeconds),
+      OAUTH_CLIENT_METADATA_PRIVATE_HOSTS: 'localhost',
+      NODE_EXTRA_CA_CERTS: documents.certificateFile,
+    });
+    createToken(timed, 'ada@example.com', 'setup');
+    const result = spawnSync(process.execPath, [tsxCli, 'scripts/user-password.ts', '--email', 'ada@example.com'], {
+      cwd: root,
+      env: { ...process.env, ...timed.env, PASSWORD: password },
+      encoding: 'utf8',
+    });
+    if (result.status !== 0) throw new Error(result.stderr);
+  });
+
+  afterAll(async () => {
+    await timed?.stop();
+  });
+
+  let addressCounter = 0;
+  /** A client address of its own, so each test starts with a full registration allowance. */
+  const freshAddress = () => `203.0.113.${(addressCounter += 1)}`;
+
+  async function register(pathname: string, address: string, metadata: Record<string, unknown> = {}) {
+    return fetch(`${timed.url}${pathname}`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'X-Forwarded-For': `198.51.100.7, ${address}` },
+      body: JSON.stringify({ redirect_uris: [redirectUri], token_endpoint_auth_method: 'none', ...metadata }),
+    });
+  }
+
+  async function timedSignedIn(): Promise<BrowserSession> {
+    const browser = new BrowserSession(timed.url);
+    await browser.signIn('ada@example.com', password);
+    return browser;
+  }
+
+  function timedAuthorizationUrl(clientId: string, challenge: string): string {
+    return authorizationUrl(clientId, challenge, { resource: `${timed.url}/mcp` }).replace(server.url, timed.url);
+  }
+
+  it('counts registrations per client address on every spelling of the path, and refuses the one past the limit', async () => {
+    const address = freshAddress();
+    const spellings = ['/oauth/register', '/oauth/register/', '/oauth/Register'];
+    for (const pathname of spellings) expect((await register(pathname, address)).status, pathname).toBe(201);
+    const refused = await register('/oauth/REGISTER/', address);
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect((await register('/oauth/register', address)).status).toBe(429);
+    // Another client behind the same proxy has its own allowance.
+    expect((await register('/oauth/register', freshAddress())).status).toBe(201);
+  });
+
+  it('refuses an oversized registration on every spelling of the path', async () => {
+    for (const pathname of ['/oauth/register', '/oauth/register/', '/oauth/REGISTER']) {
+      const response = await register(pathname, freshAddress(), { client_name: 'x'.repeat(10_000) });
+      expect(response.status, pathname).toBe(413);
+      expect(((await response.json()) as { error: string }).error).toBe('invalid_client_metadata');
     }
-    expect(response!.status).toBe(429);
-    expect(Number(response!.headers.get('retry-after'))).toBeGreaterThan(0);
+  });
+
+  it('forgets a registered client nobody used within OAUTH_UNUSED_CLIENT_TTL_SECONDS, and keeps one a person allowed', async () => {
+    const unused = ((await (await register('/oauth/register', freshAddress())).json()) as { client_id: string }).client_id;
+    const used = ((await (await register('/oauth/register', freshAddress())).json()) as { client_id: string }).client_id;
+    const ada = await timedSignedIn();
+    expect((await ada.authorize(timedAuthorizationUrl(used, pkcePair().challenge))).searchParams.get('code')).toBeTruthy();
+    await advanceClock(timed, (unusedClientTtlSeconds + 60) * 1000);
+    const forgotten = await ada.follow(timedAuthorizationUrl(unused, pkcePair().challenge));
+    expect(forgotten.url.origin).toBe(timed.url);
+    expect(forgotten.response.status).toBe(400);
+    expect(await forgotten.response.text()).toMatch(/invalid_client/);
+    expect((await ada.authorize(timedAuthorizationUrl(used, pkcePair().challenge))).searchParams.get('code')).toBeTruthy();
   });
 });

@@ -17,7 +17,7 @@ afterAll(() => {
 class Reused extends Error {}
 
 /** Two instances of the server sharing the database each have their own adapter. */
-const instance = (model: string) => new SqliteAdapter(model, { reuseError: () => new Reused('already used') });
+const instance = (model: string) => new SqliteAdapter(model, { reuseError: () => new Reused('already used'), unusedClientTtlSeconds: 3600 });
 
 describe('single use of codes and refresh tokens', () => {
   it.each([['AuthorizationCode'], ['RefreshToken']])('lets one of two %s redemptions that both read it unused win; the other is a reuse that ends the grant', async (model) => {

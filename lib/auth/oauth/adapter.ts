@@ -32,6 +32,11 @@ export function clientSecretMatches(storedHash: string | undefined, presented: s
 export interface SqliteAdapterOptions {
   /** The error a request gets when the code or refresh token it read was used by another meanwhile. */
   reuseError: () => Error;
+  /**
+   * How long a client that registered itself is kept while no person has allowed it (see
+   * markOAuthClientUsed): registration is open to anyone, so unused clients must not pile up.
+   */
+  unusedClientTtlSeconds: number;
 }
 
 /**
@@ -47,13 +52,14 @@ export class SqliteAdapter implements Adapter {
   async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
     const { jti: _secret, ...stored } = payload;
     if (this.model === 'Client' && typeof stored.client_secret === 'string') stored.client_secret = hashClientSecret(stored.client_secret);
+    const lifetimeSeconds = this.model === 'Client' ? this.options.unusedClientTtlSeconds : expiresIn;
     upsertOAuthRecord({
       model: this.model,
       idHash: hashOAuthId(id),
       payload: stored,
       grantId: typeof payload.grantId === 'string' ? payload.grantId : null,
       uid: typeof payload.uid === 'string' ? payload.uid : null,
-      expiresAt: expiresIn ? Date.now() + expiresIn * 1000 : null,
+      expiresAt: lifetimeSeconds ? Date.now() + lifetimeSeconds * 1000 : null,
     });
   }
 

@@ -3,6 +3,7 @@ import {
   getConsent,
   getConsentById,
   listConsentsByUserId,
+  markOAuthClientUsed,
   revokeOAuthGrant,
   revokeOAuthGrantsOfUserAndClient,
   upsertConsent,
@@ -103,6 +104,7 @@ export async function allowConsent(
   });
   // Another step's Allow made a grant meanwhile: only one may stay, and nothing may outlive the consent.
   if (replacedGrantId) revokeOAuthGrant(replacedGrantId, hashOAuthId(replacedGrantId));
+  markOAuthClientUsed(hashOAuthId(client.clientId));
   return grantId;
 }
 

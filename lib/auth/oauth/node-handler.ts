@@ -4,9 +4,8 @@ import { getEnv } from '@/lib/env';
 import { clientRegistration } from './client-registration';
 import { allowConsent } from './consent';
 import { renderOAuthErrorPage } from './error-page';
-import { oauthRoutes, protectedResourceMetadata, resourceOfMetadataPath } from './metadata';
+import { protectedResourceMetadata, resourceOfMetadataPath } from './metadata';
 import { getOAuthProvider } from './provider';
-import { RegistrationLimiter } from './registration-limits';
 import { signedInUserId } from './signed-in-user';
 
 /**
@@ -23,7 +22,6 @@ const maxConsentFormBytes = 1024;
 
 const globalForHandler = globalThis as unknown as {
   __mcpTaskServerOAuthCallback?: ReturnType<Awaited<ReturnType<typeof getOAuthProvider>>['callback']>;
-  __mcpTaskServerRegistrationLimiter?: RegistrationLimiter;
 };
 
 /**
@@ -53,7 +51,6 @@ export async function handleOAuthRequest(req: IncomingMessage, res: ServerRespon
     return true;
   }
   if (!discoveryPaths.has(pathname) && !pathname.startsWith('/oauth/')) return false;
-  if (pathname === oauthRoutes.registration && req.method === 'POST' && !checkRegistrationLimits(req, res)) return true;
   const provider = await getOAuthProvider();
   globalForHandler.__mcpTaskServerOAuthCallback ??= provider.callback();
   await globalForHandler.__mcpTaskServerOAuthCallback(req, res);
@@ -87,15 +84,6 @@ function serveProtectedResourceMetadata(req: IncomingMessage, res: ServerRespons
     return;
   }
   sendJson(res, 200, protectedResourceMetadata(getEnv().APP_URL, resource), { ...cors, 'Cache-Control': 'public, max-age=300' });
-}
-
-function checkRegistrationLimits(req: IncomingMessage, res: ServerResponse): boolean {
-  const env = getEnv();
-  const limiter = (globalForHandler.__mcpTaskServerRegistrationLimiter ??= new RegistrationLimiter(env.OAUTH_REGISTRATIONS_PER_HOUR));
-  const refusal = limiter.check(req);
-  if (!refusal) return true;
-  sendJson(res, refusal.status, { error: refusal.error, error_description: refusal.description }, refusal.headers);
-  return false;
 }
 
 /**

@@ -1,8 +1,9 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
 import type Provider from 'oidc-provider';
 import { deleteConsentsOfGrant, deleteExpiredOAuthRecords, getConsent } from '@/db/queries/oauth';
 import { getUserById } from '@/db/queries/users';
+import { clientAddress } from '@/lib/auth/client-address';
 import { getServerSecret } from '@/lib/auth/secret';
 import { getEnv } from '@/lib/env';
 import { clientSecretMatches, SqliteAdapter } from './adapter';
@@ -10,6 +11,7 @@ import { loadSigningKeys } from './keys';
 import { loopbackRedirectAllowed } from './loopback';
 import { audienceOfResource, mcpResource, mcpScope, oauthRoutes } from './metadata';
 import { renderOAuthErrorPage } from './error-page';
+import { RegistrationLimiter } from './registration-limits';
 import { signedInUserId } from './signed-in-user';
 import { showUnvettedClientErrorsHere } from './unvetted-clients';
 
@@ -39,6 +41,21 @@ async function createProvider(): Promise<Provider> {
   const env = getEnv();
   const resource = mcpResource(env.APP_URL);
   const privateHosts = new Set(env.oauthMetadataPrivateHosts);
+  const registrationLimiter = new RegistrationLimiter(env.OAUTH_REGISTRATIONS_PER_HOUR);
+
+  /**
+   * Runs inside the registration route, however its path was spelled (the library's router ignores
+   * case and a trailing slash), before the client is made: the size cap and the count per client
+   * address (the same address the sign-in throttle uses, which honours TRUST_PROXY).
+   */
+  const refuseRegistrationOverLimits = (ctx: KoaContextWithOIDC): void => {
+    const bodyBytes = ctx.request.length ?? Buffer.byteLength(JSON.stringify(ctx.oidc.body ?? {}));
+    const address = clientAddress(new Headers({ 'x-forwarded-for': ctx.get('x-forwarded-for') }));
+    const refusal = registrationLimiter.check(bodyBytes, address);
+    if (!refusal) return;
+    ctx.set(refusal.headers);
+    throw Object.assign(new errors.CustomOIDCProviderError(refusal.error, refusal.description), { status: refusal.status, statusCode: refusal.status });
+  };
 
   const policy = interactionPolicy.base();
   // The person signed in to the dashboard is the one who authorizes: the provider's own session must
@@ -54,7 +71,10 @@ async function createProvider(): Promise<Provider> {
 
   const configuration: Configuration = {
     adapter: (model: string) =>
-      new SqliteAdapter(model, { reuseError: () => new errors.InvalidGrant('authorization code or refresh token already used') }),
+      new SqliteAdapter(model, {
+        reuseError: () => new errors.InvalidGrant('authorization code or refresh token already used'),
+        unusedClientTtlSeconds: env.OAUTH_UNUSED_CLIENT_TTL_SECONDS,
+      }),
     clients: [],
     jwks: { keys: loadSigningKeys() as NonNullable<Configuration['jwks']>['keys'] },
     cookies: { keys: cookieKeys() },
@@ -104,7 +124,15 @@ async function createProvider(): Promise<Provider> {
     // Cast: the published types (9.12) predate clientIdMetadataDocument, which the library (9.13) has.
     features: {
       devInteractions: { enabled: false },
-      registration: { enabled: true, initialAccessToken: false, issueRegistrationAccessToken: false },
+      registration: {
+        enabled: true,
+        initialAccessToken: false,
+        issueRegistrationAccessToken: false,
+        idFactory: (ctx: KoaContextWithOIDC) => {
+          refuseRegistrationOverLimits(ctx);
+          return randomBytes(16).toString('base64url');
+        },
+      },
       revocation: { enabled: true },
       introspection: { enabled: false },
       userinfo: { enabled: false },

@@ -161,6 +161,8 @@ beforeAll(async () => {
     OAUTH_REGISTRATIONS_PER_HOUR: String(registrationsPerHour),
     OAUTH_CLIENT_METADATA_PRIVATE_HOSTS: 'localhost',
     NODE_EXTRA_CA_CERTS: documents.certificateFile,
+    // Everything the server can log is logged: no secret may be among it.
+    LOG_LEVEL: 'trace',
   });
   resource = `${server.url}/mcp`;
   createPerson('ada@example.com');
@@ -468,16 +470,6 @@ describe('token endpoint errors', () => {
     expect((await tokenEndpoint({ grant_type: 'refresh_token', client_id: clientId, refresh_token: first.body.refresh_token })).body.error).toBe('invalid_grant');
   });
 
-  it('refuses an expired code', async () => {
-    const clientId = await publicClient();
-    const ada = await signedIn('ada@example.com');
-    const { code, verifier } = await authorize(ada, clientId);
-    server.db().prepare("UPDATE oauth_records SET expires_at = ? WHERE model = 'AuthorizationCode'").run(Date.now() - 1000);
-    const result = await exchange(clientId, code, verifier);
-    expect(result.status).toBe(400);
-    expect(result.body.error).toBe('invalid_grant');
-  });
-
   it('answers invalid_client for an unknown client and for a deleted one, whose tokens end at once', async () => {
     expect((await exchange('no-such-client', 'x', 'y')).body.error).toBe('invalid_client');
     const clientId = await publicClient();
@@ -659,13 +651,44 @@ describe('client metadata documents', () => {
     expect(await response.text()).toMatch(/invalid_client/);
   });
 
-  it('refuses malformed JSON and a redirect', async () => {
+  it('refuses malformed JSON', async () => {
     const malformed = documents.url(documentPath('malformed'));
     documents.serveRaw(documentPath('malformed'), 200, '{"client_id": ');
-    expect((await authorizeWithDocument(malformed)).response.status).toBe(400);
-    const moved = documents.url(documentPath('moved'));
-    documents.serveRaw(documentPath('moved'), 302, '', { Location: documents.url(documentPath('good')) });
-    expect((await authorizeWithDocument(moved)).response.status).toBe(400);
+    const { response } = await authorizeWithDocument(malformed);
+    expect(response.status).toBe(400);
+    expect(await response.text()).toMatch(/invalid_client/);
+  });
+
+  it('never follows a redirect, even to a server with a valid document for the same client_id', async () => {
+    const elsewhere = await HttpsDocumentServer.start(documents);
+    try {
+      const moved = documents.url(documentPath('moved'));
+      const target = documentPath('moved-here');
+      elsewhere.serve(target, { client_id: moved, client_name: 'Moved client', redirect_uris: [redirectUri], token_endpoint_auth_method: 'none' });
+      documents.serveRaw(documentPath('moved'), 302, '', { Location: elsewhere.url(target) });
+      const { url, response } = await authorizeWithDocument(moved);
+      expect(url.origin).toBe(server.url);
+      expect(response.status).toBe(400);
+      expect(await response.text()).toMatch(/invalid_client/);
+      expect(documents.requests(documentPath('moved'))).toBeGreaterThan(0);
+      expect(elsewhere.requests(target)).toBe(0);
+    } finally {
+      await elsewhere.stop();
+    }
+  });
+
+  it('gives up on a document that does not arrive within 2.5 s', async () => {
+    const late = documents.url(documentPath('late'));
+    documents.serveLate(documentPath('late'), { client_id: late, redirect_uris: [redirectUri], token_endpoint_auth_method: 'none' }, 20_000);
+    const startedAt = Date.now();
+    const { url, response } = await authorizeWithDocument(late);
+    const waitedMs = Date.now() - startedAt;
+    expect(url.origin).toBe(server.url);
+    expect(response.status).toBe(400);
+    expect(await response.text()).toMatch(/invalid_client/);
+    // The server closed the request itself, long before the document would have come.
+    expect(documents.abandonedRequests(documentPath('late'))).toBe(1);
+    expect(waitedMs).toBeGreaterThanOrEqual(2400);
   });
 
   it('never fetches a document from a private address the setting does not name', async () => {
@@ -808,6 +831,27 @@ describe('limits and lifetimes', () => {
     }
   });
 
+  it('lets a code live 60 s', async () => {
+    const registered = (await (await register('/oauth/register', freshAddress())).json()) as { client_id: string };
+    const ada = await timedSignedIn();
+    const redeem = async () => {
+      const pkce = pkcePair();
+      const landed = await ada.authorize(timedAuthorizationUrl(registered.client_id, pkce.challenge));
+      const code = landed.searchParams.get('code')!;
+      issuedSecrets.add(code);
+      return { code, verifier: pkce.verifier };
+    };
+    const exchangeAt = (code: string, verifier: string) =>
+      tokenEndpoint({ grant_type: 'authorization_code', client_id: registered.client_id, code, code_verifier: verifier, redirect_uri: redirectUri, resource: `${timed.url}/mcp` }, {}, timed);
+    const fresh = await redeem();
+    expect((await exchangeAt(fresh.code, fresh.verifier)).status).toBe(200);
+    const stale = await redeem();
+    await advanceClock(timed, 61 * 1000);
+    const late = await exchangeAt(stale.code, stale.verifier);
+    expect(late.status).toBe(400);
+    expect(late.body.error).toBe('invalid_grant');
+  });
+
   it('forgets a registered client nobody used within OAUTH_UNUSED_CLIENT_TTL_SECONDS, and keeps one a person allowed', async () => {
     const unused = ((await (await register('/oauth/register', freshAddress())).json()) as { client_id: string }).client_id;
     const used = ((await (await register('/oauth/register', freshAddress())).json()) as { client_id: string }).client_id;
@@ -819,5 +863,53 @@ describe('limits and lifetimes', () => {
     expect(forgotten.response.status).toBe(400);
     expect(await forgotten.response.text()).toMatch(/invalid_client/);
     expect((await ada.authorize(timedAuthorizationUrl(used, pkcePair().challenge))).searchParams.get('code')).toBeTruthy();
+  });
+
+  it('caches a metadata document by its Cache-Control, for at least 30 s and at most 24 h', async () => {
+    const ada = await timedSignedIn();
+    const cases = [
+      { name: 'short-lived', maxAge: 1, stillCachedAfter: 20 * 1000, refetchedAfter: 11 * 1000 },
+      { name: 'long-lived', maxAge: 10 * 24 * 60 * 60, stillCachedAfter: 23 * 60 * 60 * 1000, refetchedAfter: 61 * 60 * 1000 },
+    ];
+    for (const { name, maxAge, stillCachedAfter, refetchedAfter } of cases) {
+      const pathname = `/clients/cached-${name}.json`;
+      const clientId = documents.url(pathname);
+      documents.serveRaw(pathname, 200, JSON.stringify({ client_id: clientId, redirect_uris: [redirectUri], token_endpoint_auth_method: 'none' }), {
+        'Content-Type': 'application/json',
+        'Cache-Control': `max-age=${maxAge}`,
+      });
+      const open = async () => expect((await ada.follow(timedAuthorizationUrl(clientId, pkcePair().challenge))).url.pathname).toMatch(/^\/consent\//);
+      await open();
+      expect(documents.requests(pathname)).toBe(1);
+      await advanceClock(timed, stillCachedAfter);
+      await open();
+      expect(documents.requests(pathname), `${name}: still cached`).toBe(1);
+      await advanceClock(timed, refetchedAfter);
+      await open();
+      expect(documents.requests(pathname), `${name}: fetched again`).toBe(2);
+    }
+  });
+});
+
+describe('secrets in the output', () => {
+  it('never logs a code, token or client secret the server issued', async () => {
+    // One more whole flow, with a confidential client, so every kind of secret has been issued.
+    const registered = (await (await registerClient(server.url, { client_name: 'Logged?', redirect_uris: [redirectUri] })).json()) as { client_id: string; client_secret: string };
+    rememberSecrets(registered);
+    const ada = await signedIn('ada@example.com');
+    const { code, verifier } = await authorize(ada, registered.client_id, { scope: 'openid mcp offline_access' });
+    const basic = { Authorization: `Basic ${Buffer.from(`${registered.client_id}:${registered.client_secret}`).toString('base64')}` };
+    const tokens = await tokenEndpoint({ grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: redirectUri, resource }, basic);
+    expect(tokens.status).toBe(200);
+    const mcp = new RawMcp(server.mcpUrl, tokens.body.access_token);
+    await mcp.initialize();
+    await mcp.startDelayTask(0);
+    await tokenEndpoint({ grant_type: 'refresh_token', refresh_token: tokens.body.refresh_token, resource }, basic);
+    await tokenEndpoint({ grant_type: 'refresh_token', refresh_token: tokens.body.refresh_token, resource }, basic);
+
+    expect(issuedSecrets.size).toBeGreaterThan(20);
+    const output = server.output();
+    expect(output.length).toBeGreaterThan(0);
+    for (const secret of issuedSecrets) expect(output.includes(secret), `a secret ending ${secret.slice(-4)} is in the output`).toBe(false);
   });
 });

@@ -44,13 +44,13 @@ export async function handleOAuthRequest(req: IncomingMessage, res: ServerRespon
     serveProtectedResourceMetadata(req, res, resource);
     return true;
   }
+  if (!discoveryPaths.has(pathname) && !pathname.startsWith('/oauth/')) return false;
+  addressedToAppUrl(req);
   const interaction = interactionPath.exec(pathname);
-  if (interaction || discoveryPaths.has(pathname) || pathname.startsWith('/oauth/')) addressedToAppUrl(req);
   if (interaction) {
     await (interaction[2] ? confirmConsent(req, res, interaction[1]) : continueInteraction(req, res, interaction[1]));
     return true;
   }
-  if (!discoveryPaths.has(pathname) && !pathname.startsWith('/oauth/')) return false;
   const provider = await getOAuthProvider();
   globalForHandler.__mcpTaskServerOAuthCallback ??= provider.callback();
   await globalForHandler.__mcpTaskServerOAuthCallback(req, res);

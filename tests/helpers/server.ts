@@ -171,9 +171,12 @@ export function revokeToken(server: TestServer, token: string, via: 'stdin' | 'a
 
 export const shiftedClockPreload = path.join(root, 'tests', 'helpers', 'shifted-clock.cjs');
 
-/** The environment that starts a server whose clock `advanceClock` moves (see shifted-clock.cjs). */
+/**
+ * The environment that starts a server whose clock `advanceClock` moves (see shifted-clock.cjs). The
+ * offset file is written by the first advance; remove it with the server.
+ */
 export function shiftedClockEnv(): Record<string, string> {
-  const offsetFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-clock-')), 'offset');
+  const offsetFile = path.join(os.tmpdir(), `mcp-clock-${process.pid}-${Date.now()}.offset`);
   return { NODE_OPTIONS: `--require ${shiftedClockPreload}`, CLOCK_OFFSET_FILE: offsetFile };
 }
 

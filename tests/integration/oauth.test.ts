@@ -789,6 +789,7 @@ describe('limits and lifetimes', () => {
 
   afterAll(async () => {
     await timed?.stop();
+    if (timed) fs.rmSync(timed.env.CLOCK_OFFSET_FILE, { force: true });
   });
 
   let addressCounter = 0;

@@ -50,6 +50,8 @@ const envSchema = z
     OAUTH_ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(24 * 60 * 60).default(60 * 60),
     OAUTH_REFRESH_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60 * 60).default(30 * 24 * 60 * 60),
     OAUTH_REGISTRATIONS_PER_HOUR: positiveInt(20),
+    // Long enough for the person to come back to the browser tab; short enough that junk does not pile up.
+    OAUTH_UNUSED_CLIENT_TTL_SECONDS: z.coerce.number().int().min(10 * 60).default(24 * 60 * 60),
     OAUTH_CLIENT_METADATA_PRIVATE_HOSTS: z.string().default(''),
   })
   .refine((env) => env.TASK_DEFAULT_TTL_MS <= env.TASK_MAX_TTL_MS, {

@@ -1,4 +1,4 @@
-import { and, desc, eq, gt, inArray, isNull, lte, or, sql } from 'drizzle-orm';
+import { and, desc, eq, gt, isNull, lte, ne, or, sql } from 'drizzle-orm';
 import { getDb } from '../client';
 import { oauthConsents, oauthRecords, type ClientRegistration } from '../schema';
 
@@ -44,12 +44,18 @@ export function findOAuthRecordByUid(model: string, uid: string, now = Date.now(
     .get();
 }
 
-export function consumeOAuthRecord(model: string, idHash: string, at: number): void {
-  getDb()
-    .update(oauthRecords)
-    .set({ consumedAt: at })
-    .where(and(eq(oauthRecords.model, model), eq(oauthRecords.idHash, idHash)))
-    .run();
+/**
+ * Marks a code or refresh token used, if nobody did first: false when another request (of this or
+ * another instance) consumed it since it was read, which is a reuse.
+ */
+export function consumeOAuthRecord(model: string, idHash: string, at: number): boolean {
+  return (
+    getDb()
+      .update(oauthRecords)
+      .set({ consumedAt: at })
+      .where(and(eq(oauthRecords.model, model), eq(oauthRecords.idHash, idHash), isNull(oauthRecords.consumedAt)))
+      .run().changes === 1
+  );
 }
 
 export function deleteOAuthRecord(model: string, idHash: string): void {
@@ -66,15 +72,50 @@ export function deleteOAuthRecordsOfModelAndGrant(model: string, grantId: string
     .run();
 }
 
-/** Deletes a grant's codes and tokens (every model that carries its id) and the grant itself. */
-export function deleteOAuthRecordsOfGrant(grantId: string, grantIdHash: string): void {
+/** Deletes a grant's codes and tokens (every model that carries its id), the grant itself and the consent naming it. */
+export function revokeOAuthGrant(grantId: string, grantIdHash: string): void {
   const db = getDb();
   db.transaction((tx) => {
     tx.delete(oauthRecords).where(eq(oauthRecords.grantId, grantId)).run();
     tx.delete(oauthRecords)
       .where(and(eq(oauthRecords.model, 'Grant'), eq(oauthRecords.idHash, grantIdHash)))
       .run();
+    tx.delete(oauthConsents).where(eq(oauthConsents.grantId, grantId)).run();
   });
+}
+
+const payloadField = (name: 'accountId' | 'clientId') => sql`json_extract(${oauthRecords.payload}, ${`$.${name}`})`;
+
+/**
+ * Disconnect: every grant of this person and client, with its codes and tokens (each carries both
+ * ids), and the consent. Not only the grant the consent names: two authorizations allowed at the same
+ * time may each have made one.
+ */
+export function revokeOAuthGrantsOfUserAndClient(userId: string, clientId: string): void {
+  getDb().transaction((tx) => {
+    tx.delete(oauthRecords)
+      .where(and(ne(oauthRecords.model, 'Client'), eq(payloadField('accountId'), userId), eq(payloadField('clientId'), clientId)))
+      .run();
+    tx.delete(oauthConsents).where(and(eq(oauthConsents.userId, userId), eq(oauthConsents.clientId, clientId))).run();
+  });
+}
+
+/** A client, and every grant, code and token issued to it, and every consent to it. */
+export function deleteOAuthClientAndGrants(clientId: string, clientIdHash: string): void {
+  getDb().transaction((tx) => {
+    tx.delete(oauthRecords).where(and(eq(oauthRecords.model, 'Client'), eq(oauthRecords.idHash, clientIdHash))).run();
+    tx.delete(oauthRecords).where(eq(payloadField('clientId'), clientId)).run();
+    tx.delete(oauthConsents).where(eq(oauthConsents.clientId, clientId)).run();
+  });
+}
+
+/** A registered client a person has allowed is kept; until then it expires (see the adapter). */
+export function markOAuthClientUsed(clientIdHash: string): void {
+  getDb()
+    .update(oauthRecords)
+    .set({ expiresAt: null })
+    .where(and(eq(oauthRecords.model, 'Client'), eq(oauthRecords.idHash, clientIdHash)))
+    .run();
 }
 
 export function deleteExpiredOAuthRecords(now: number): number {
@@ -90,21 +131,28 @@ export function upsertConsent(input: {
   grantId: string;
   scope: string;
   allowedAt: number;
-}): void {
-  getDb()
-    .insert(oauthConsents)
-    .values({ id: crypto.randomUUID(), ...input })
-    .onConflictDoUpdate({
-      target: [oauthConsents.userId, oauthConsents.clientId],
-      set: {
-        clientName: input.clientName,
-        redirectHost: input.redirectHost,
-        grantId: input.grantId,
-        scope: input.scope,
-        allowedAt: input.allowedAt,
-      },
-    })
-    .run();
+}): { replacedGrantId: string | null } {
+  return getDb().transaction((tx) => {
+    const previous = tx
+      .select({ grantId: oauthConsents.grantId })
+      .from(oauthConsents)
+      .where(and(eq(oauthConsents.userId, input.userId), eq(oauthConsents.clientId, input.clientId)))
+      .get();
+    tx.insert(oauthConsents)
+      .values({ id: crypto.randomUUID(), ...input })
+      .onConflictDoUpdate({
+        target: [oauthConsents.userId, oauthConsents.clientId],
+        set: {
+          clientName: input.clientName,
+          redirectHost: input.redirectHost,
+          grantId: input.grantId,
+          scope: input.scope,
+          allowedAt: input.allowedAt,
+        },
+      })
+      .run();
+    return { replacedGrantId: previous && previous.grantId !== input.grantId ? previous.grantId : null };
+  });
 }
 
 export function getConsent(userId: string, clientId: string): OAuthConsent | undefined {
@@ -136,25 +184,18 @@ export function markConsentUsed(grantId: string, at: number): void {
   getDb().update(oauthConsents).set({ lastUsedAt: at }).where(eq(oauthConsents.grantId, grantId)).run();
 }
 
-export function deleteConsent(id: string): void {
-  getDb().delete(oauthConsents).where(eq(oauthConsents.id, id)).run();
-}
-
 export function deleteConsentsOfGrant(grantId: string): void {
   getDb().delete(oauthConsents).where(eq(oauthConsents.grantId, grantId)).run();
 }
 
 /**
  * Every grant of one person with its codes and tokens, their authorization-server sessions and their
- * consents (Connected apps): what ends when all their access ends. Records carry the person as
- * `accountId`; a grant's codes and tokens are also found through the grants their consents name.
+ * consents (Connected apps): what ends when all their access ends. Each of those records carries the
+ * person as `accountId`.
  */
 export function deleteOAuthGrantsByUserId(userId: string): void {
   getDb().transaction((tx) => {
-    const grantsOfConsents = tx.select({ grantId: oauthConsents.grantId }).from(oauthConsents).where(eq(oauthConsents.userId, userId));
-    tx.delete(oauthRecords)
-      .where(or(sql`json_extract(${oauthRecords.payload}, '$.accountId') = ${userId}`, inArray(oauthRecords.grantId, grantsOfConsents)))
-      .run();
+    tx.delete(oauthRecords).where(and(ne(oauthRecords.model, 'Client'), eq(payloadField('accountId'), userId))).run();
     tx.delete(oauthConsents).where(eq(oauthConsents.userId, userId)).run();
   });
 }

@@ -46,7 +46,8 @@ export type TokenCheck =
  * access token (`mcp_pat_…`), or an OAuth access token this server issued for `appUrl`'s /mcp.
  */
 export function verifyBearer(authorization: string | null, appUrl: string): TokenCheck {
-  if (!authorization) return { ok: false, reason: 'missing' };
+  // Another scheme (Basic, Digest…) carries no bearer token: the same as none at all (RFC 6750 section 3.1).
+  if (!authorization || !/^Bearer(\s|$)/i.test(authorization)) return { ok: false, reason: 'missing' };
   const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
   if (!match) return { ok: false, reason: 'malformed' };
   if (!match[1].startsWith(tokenPrefix)) return verifyOAuthAccessToken(match[1], appUrl);

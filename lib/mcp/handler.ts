@@ -154,6 +154,15 @@ interface Caller {
   tokenId: string;
 }
 
+/**
+ * A Bearer challenge (RFC 6750 section 3). Its values are quoted-strings that may hold neither `"`
+ * nor a backslash, even escaped: a strict client that meets one loses every parameter after it.
+ */
+function bearerChallenge(params: Record<string, string>): string {
+  const quoted = Object.entries(params).map(([name, value]) => `${name}="${value.replace(/["\\]/g, "'")}"`);
+  return `Bearer ${quoted.join(', ')}`;
+}
+
 function authenticate(authorization: string | null, appUrl: string): Caller {
   const check = verifyBearer(authorization, appUrl);
   if (check.ok) return { userId: check.user.id, tokenId: check.tokenId };
@@ -164,19 +173,20 @@ function authenticate(authorization: string | null, appUrl: string): Caller {
     revoked: 'The access token has been revoked',
     expired: 'The access token has expired or has been revoked',
     wrong_audience: 'The access token was issued for another resource',
-    insufficient_scope: `The access token does not carry the "${mcpScope}" scope`,
+    insufficient_scope: `The access token does not carry the ${mcpScope} scope`,
   }[check.reason];
   // RFC 9728 section 5.1: every challenge says where to discover how to get a token (and which scope).
-  const discovery = `resource_metadata="${resourceMetadataUrl(appUrl)}", scope="${mcpScope}"`;
+  const discovery = { resource_metadata: resourceMetadataUrl(appUrl), scope: mcpScope };
   if (check.reason === 'insufficient_scope') {
     throw new HttpError(403, -32001, `Forbidden: ${description}`, {
-      'WWW-Authenticate': `Bearer realm="mcp", error="insufficient_scope", error_description="${description}", ${discovery}`,
+      'WWW-Authenticate': bearerChallenge({ realm: 'mcp', error: 'insufficient_scope', error_description: description, ...discovery }),
     });
   }
+  // RFC 6750 section 3.1: a request without a bearer token gets no error code.
   const challenge =
     check.reason === 'missing'
-      ? `Bearer realm="mcp", ${discovery}`
-      : `Bearer realm="mcp", error="invalid_token", error_description="${description}", ${discovery}`;
+      ? bearerChallenge({ realm: 'mcp', ...discovery })
+      : bearerChallenge({ realm: 'mcp', error: 'invalid_token', error_description: description, ...discovery });
   throw new HttpError(401, -32001, `Unauthorized: ${description}`, { 'WWW-Authenticate': challenge });
 }
 

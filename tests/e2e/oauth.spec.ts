@@ -8,7 +8,7 @@ import { test as base, expect, type Page } from '@playwright/test';
 import { password, uniqueEmail } from '../fixtures';
 import { HttpsDocumentServer } from '../helpers/https';
 import { RawMcp } from '../helpers/mcp';
-import { MemoryOAuthClient, tokenRequest } from '../helpers/oauth';
+import { MemoryOAuthClient, pkcePair, registerClient, tokenRequest } from '../helpers/oauth';
 import { startServer, type TestServer } from '../helpers/server';
 import { AuthPage } from '../pages/auth';
 import { ConnectedAppsPage, ConsentPage } from '../pages/oauth';
@@ -140,7 +140,7 @@ test('the SDK client registers itself, the person signs in and allows, and its t
   await runTaskAndSeeIt(page, oauth, callback, { app: 'SDK registered client', registration: 'Registered itself' });
 });
 
-test('the SDK client presents a Client ID Metadata Document: the consent page names its proven domain', async ({ page }) => {
+test('the SDK client presents a Client ID Metadata Document: the consent page names it by its client_id', async ({ page }) => {
   const clientId = documents.url('/oauth/client.json');
   documents.serve('/oauth/client.json', {
     client_id: clientId,
@@ -155,7 +155,8 @@ test('the SDK client presents a Client ID Metadata Document: the consent page na
   const oauth = new MemoryOAuthClient(redirectUrl, {}, clientId);
   const callback = await connectThroughBrowser(page, oauth, async (consent) => {
     await consent.expectClient('Document client');
-    await expect(consent.identity).toContainText(`Verified domain: localhost:${documents.port}`);
+    await expect(consent.identity).toContainText(clientId);
+    await expect(consent.identity).not.toContainText(/verified/i);
     await consent.allow();
   });
   expect(oauth.information?.client_id).toBe(clientId);
@@ -206,6 +207,55 @@ test('Disconnect ends the tokens and an open stream at once', async ({ page }) =
   expect((await mcp.request('ping')).status).toBe(401);
   const refreshed = await tokenRequest(server.url, { grant_type: 'refresh_token', client_id: oauth.information!.client_id, refresh_token: refreshToken! });
   expect(refreshed.body.error).toBe('invalid_grant');
+});
+
+async function mcpInitializeStatus(accessToken: string): Promise<number> {
+  const response = await fetch(server.mcpUrl, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${accessToken}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }),
+  });
+  await response.body?.cancel();
+  return response.status;
+}
+
+test('Disconnect also ends what was allowed in a second tab at the same time', async ({ page, context }) => {
+  await signIn(page);
+  const registered = await registerClient(server.url, { client_name: 'Client in two tabs', redirect_uris: [redirectUrl], token_endpoint_auth_method: 'none' });
+  const { client_id: clientId } = (await registered.json()) as { client_id: string };
+  const tabs = [page, await context.newPage()];
+  const verifiers: string[] = [];
+  for (const tab of tabs) {
+    const pkce = pkcePair();
+    verifiers.push(pkce.verifier);
+    const url = new URL('/oauth/authorize', server.url);
+    for (const [name, value] of Object.entries({ response_type: 'code', client_id: clientId, redirect_uri: redirectUrl, scope: 'mcp', code_challenge: pkce.challenge, code_challenge_method: 'S256' })) {
+      url.searchParams.set(name, value);
+    }
+    await tab.goto(url.toString());
+    await new ConsentPage(tab).expectClient('Client in two tabs');
+  }
+  const issued: Array<{ access_token: string; refresh_token: string }> = [];
+  for (const [index, tab] of tabs.entries()) {
+    const before = callbacks.length;
+    await new ConsentPage(tab).allow();
+    await expect.poll(() => callbacks.length, { timeout: 15_000 }).toBe(before + 1);
+    const code = callbacks[before].searchParams.get('code')!;
+    const exchanged = await tokenRequest(server.url, { grant_type: 'authorization_code', client_id: clientId, code, code_verifier: verifiers[index], redirect_uri: redirectUrl });
+    expect(exchanged.status).toBe(200);
+    issued.push(exchanged.body as { access_token: string; refresh_token: string });
+  }
+  for (const tokens of issued) expect(await mcpInitializeStatus(tokens.access_token)).toBe(200);
+
+  const apps = new ConnectedAppsPage(page, server.url);
+  await apps.goto();
+  await apps.disconnect('Client in two tabs');
+  await expect(apps.row('Client in two tabs')).toHaveCount(0);
+  for (const tokens of issued) {
+    expect(await mcpInitializeStatus(tokens.access_token)).toBe(401);
+    const refreshed = await tokenRequest(server.url, { grant_type: 'refresh_token', client_id: clientId, refresh_token: tokens.refresh_token });
+    expect(refreshed.body.error).toBe('invalid_grant');
+  }
 });
 
 test("another person sees none of these connected apps", async ({ page }) => {

@@ -72,7 +72,7 @@ export async function tokenRequest(baseUrl: string, params: Record<string, strin
     headers: { 'Content-Type': 'application/x-www-form-urlencoded', ...headers },
     body: new URLSearchParams(params),
   });
-  return { status: response.status, body: (await response.json()) as Record<string, any> };
+  return { status: response.status, body: (await response.json()) as Record<string, any>, challenge: response.headers.get('www-authenticate') };
 }
 
 /**

@@ -173,3 +173,30 @@ export function revokeToken(server: TestServer, token: string, via: 'stdin' | 'a
   });
   return { status: result.status, stderr: result.stderr };
 }
+
+export const shiftedClockPreload = path.join(root, 'tests', 'helpers', 'shifted-clock.cjs');
+
+/**
+ * The environment that starts a server whose clock `advanceClock` moves (see shifted-clock.cjs). The
+ * offset file is written by the first advance; remove it with the server.
+ */
+export function shiftedClockEnv(): Record<string, string> {
+  const offsetFile = path.join(os.tmpdir(), `mcp-clock-${process.pid}-${Date.now()}.offset`);
+  return { NODE_OPTIONS: `--require ${shiftedClockPreload}`, CLOCK_OFFSET_FILE: offsetFile };
+}
+
+function clockOffset(server: TestServer): number {
+  const reports = [...server.output().matchAll(/clock offset (\d+) ms\n/g)];
+  return reports.length > 0 ? Number(reports.at(-1)![1]) : 0;
+}
+
+/** Moves the clock of a server started with `shiftedClockEnv()` forward, and waits until it says so. */
+export async function advanceClock(server: TestServer, byMs: number): Promise<void> {
+  const target = clockOffset(server) + byMs;
+  fs.writeFileSync(server.env.CLOCK_OFFSET_FILE, String(target));
+  process.kill(server.pid(), 'SIGUSR2');
+  for (let waited = 0; clockOffset(server) !== target; waited += 1) {
+    if (waited > 400) throw new Error(`the server's clock did not move: ${server.output().slice(-500)}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}

@@ -1,11 +1,13 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpsDocumentServer } from '../helpers/https';
 import { RawMcp } from '../helpers/mcp';
 import { BrowserSession, pkcePair, registerClient, tokenRequest } from '../helpers/oauth';
-import { createToken, startServer, type TestServer } from '../helpers/server';
+import { advanceClock, createToken, shiftedClockEnv, startServer, type TestServer } from '../helpers/server';
+import { bearerChallenge, parseWwwAuthenticate } from '../helpers/www-authenticate';
 
 const root = path.resolve(__dirname, '..', '..');
 const tsxCli = path.join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs');
@@ -16,6 +18,22 @@ const registrationsPerHour = 40;
 let server: TestServer;
 let documents: HttpsDocumentServer;
 let resource: string;
+/** Every code, token and secret the server hands out in this suite: none may appear in its output. */
+const issuedSecrets = new Set<string>();
+
+function rememberSecrets(body: Record<string, unknown>): void {
+  for (const name of ['code', 'access_token', 'refresh_token', 'client_secret', 'id_token']) {
+    if (typeof body[name] === 'string') issuedSecrets.add(body[name] as string);
+  }
+}
+
+async function tokenEndpoint(params: Record<string, string>, headers: Record<string, string> = {}, target: TestServer = server) {
+  const result = await tokenRequest(target.url, params, headers);
+  rememberSecrets(result.body);
+  // A strict client must be able to read whatever challenge the token endpoint sends.
+  if (result.challenge !== null) parseWwwAuthenticate(result.challenge);
+  return result;
+}
 
 function runScript(script: string, args: string[], extraEnv: Record<string, string> = {}) {
   return spawnSync(process.execPath, [tsxCli, script, ...args], {
@@ -30,6 +48,13 @@ function createPerson(email: string): void {
   createToken(server, email, 'setup');
   const result = runScript('scripts/user-password.ts', ['--email', email], { PASSWORD: password });
   if (result.status !== 0) throw new Error(result.stderr);
+}
+
+/** A public client registered by the operator (command line): vetted, so errors go back to it. */
+function operatorClient(name: string): string {
+  const result = runScript('scripts/oauth-client.ts', ['--name', name, '--redirect-uri', redirectUri, '--public']);
+  if (result.status !== 0) throw new Error(result.stderr);
+  return /client_id: (\S+)/.exec(result.stdout)![1];
 }
 
 async function signedIn(email: string): Promise<BrowserSession> {
@@ -48,7 +73,9 @@ async function publicClient(extra: Record<string, unknown> = {}): Promise<string
     ...extra,
   });
   expect(response.status).toBe(201);
-  return ((await response.json()) as { client_id: string }).client_id;
+  const client = (await response.json()) as { client_id: string };
+  rememberSecrets(client);
+  return client.client_id;
 }
 
 function authorizationUrl(clientId: string, challenge: string, overrides: Record<string, string | null> = {}): string {
@@ -75,11 +102,25 @@ async function authorize(browser: BrowserSession, clientId: string, overrides: R
   expect(landed.origin + landed.pathname).toBe(redirectUri);
   const code = landed.searchParams.get('code');
   expect(code, `no code in ${landed}`).toBeTruthy();
+  issuedSecrets.add(code!);
   return { code: code!, verifier: pkce.verifier, landed };
 }
 
+/** A GET over node:http, which (unlike fetch) sends the Host header it is given. */
+function rawGetJson(pathname: string, headers: Record<string, string>): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    const request = http.get(`${server.url}${pathname}`, { headers }, (response) => {
+      let body = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk) => (body += chunk));
+      response.on('end', () => (response.statusCode === 200 ? resolve(JSON.parse(body)) : reject(new Error(`${pathname}: ${response.statusCode} ${body}`))));
+    });
+    request.on('error', reject);
+  });
+}
+
 async function exchange(clientId: string, code: string, verifier: string, overrides: Record<string, string> = {}) {
-  return tokenRequest(server.url, {
+  return tokenEndpoint({
     grant_type: 'authorization_code',
     client_id: clientId,
     code,
@@ -97,14 +138,21 @@ async function tokensFor(browser: BrowserSession, clientId: string) {
   return body as { access_token: string; refresh_token: string; scope: string; expires_in: number };
 }
 
-async function mcpStatus(token: string): Promise<{ status: number; challenge: string | null }> {
+/**
+ * Calls /mcp with a bearer token (or another Authorization header); a refusal's challenge is parsed
+ * as a strict client parses it, so a malformed one fails the test.
+ */
+async function mcpStatus(token: string, authorization = token ? `Bearer ${token}` : ''): Promise<{ status: number; challenge: Record<string, string> }> {
   const response = await fetch(server.mcpUrl, {
     method: 'POST',
-    headers: { ...(token ? { Authorization: `Bearer ${token}` } : {}), 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+    headers: { ...(authorization ? { Authorization: authorization } : {}), 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }),
   });
   await response.body?.cancel();
-  return { status: response.status, challenge: response.headers.get('www-authenticate') };
+  const header = response.headers.get('www-authenticate');
+  if (response.status === 401 || response.status === 403) return { status: response.status, challenge: bearerChallenge(header) };
+  expect(header).toBeNull();
+  return { status: response.status, challenge: {} };
 }
 
 beforeAll(async () => {
@@ -113,6 +161,8 @@ beforeAll(async () => {
     OAUTH_REGISTRATIONS_PER_HOUR: String(registrationsPerHour),
     OAUTH_CLIENT_METADATA_PRIVATE_HOSTS: 'localhost',
     NODE_EXTRA_CA_CERTS: documents.certificateFile,
+    // Everything the server can log is logged: no secret may be among it.
+    LOG_LEVEL: 'trace',
   });
   resource = `${server.url}/mcp`;
   createPerson('ada@example.com');
@@ -125,16 +175,38 @@ afterAll(async () => {
 });
 
 describe('discovery', () => {
-  it('publishes protected resource metadata at the path-aware and the root address', async () => {
-    for (const suffix of ['/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-protected-resource']) {
+  // RFC 9728 section 3.3: each document names the resource its address was made from.
+  it('publishes protected resource metadata for /mcp at the path-aware address and for the server at the root', async () => {
+    for (const [suffix, named] of [['/.well-known/oauth-protected-resource/mcp', resource], ['/.well-known/oauth-protected-resource', server.url]]) {
       const response = await fetch(`${server.url}${suffix}`);
       expect(response.status).toBe(200);
       expect(await response.json()).toMatchObject({
-        resource,
+        resource: named,
         authorization_servers: [server.url],
         scopes_supported: ['mcp'],
         bearer_methods_supported: ['header'],
       });
+    }
+  });
+
+  it('issues tokens for the resource the root document names, which /mcp accepts', async () => {
+    const clientId = await publicClient();
+    const ada = await signedIn('ada@example.com');
+    const { code, verifier } = await authorize(ada, clientId, { resource: server.url });
+    const { status, body } = await exchange(clientId, code, verifier, { resource: server.url });
+    expect(status, JSON.stringify(body)).toBe(200);
+    expect((await mcpStatus(body.access_token)).status).toBe(200);
+  });
+
+  it('builds every address in its metadata from APP_URL, whatever Host the request names', async () => {
+    const spoofed: Array<Record<string, string>> = [{ host: 'evil.example' }, { 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https' }];
+    for (const headers of spoofed) {
+      for (const pathname of ['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration', '/.well-known/oauth-protected-resource/mcp']) {
+        const metadata = await rawGetJson(pathname, headers);
+        const addresses = Object.entries(metadata).filter(([, value]) => typeof value === 'string' && /^https?:/.test(value));
+        expect(addresses.length, pathname).toBeGreaterThan(0);
+        for (const [name, value] of addresses) expect(`${name}: ${value}`).toMatch(new RegExp(`^${name}: ${server.url}(/|$)`));
+      }
     }
   });
 
@@ -172,16 +244,28 @@ describe('discovery', () => {
   it('answers /mcp without a token with 401 and where to discover the authorization server', async () => {
     const { status, challenge } = await mcpStatus('');
     expect(status).toBe(401);
-    expect(challenge).toContain(`resource_metadata="${server.url}/.well-known/oauth-protected-resource/mcp"`);
-    expect(challenge).toContain('scope="mcp"');
-    expect(challenge).not.toContain('error=');
+    expect(challenge.resource_metadata).toBe(`${server.url}/.well-known/oauth-protected-resource/mcp`);
+    expect(challenge.scope).toBe('mcp');
+    expect(challenge.error).toBeUndefined();
   });
 
-  it('says invalid_token, with the metadata address, for a token it does not know', async () => {
-    const { status, challenge } = await mcpStatus('A'.repeat(43));
-    expect(status).toBe(401);
-    expect(challenge).toContain('error="invalid_token"');
-    expect(challenge).toContain('resource_metadata="');
+  // RFC 6750 section 3.1: a request that carries no bearer token gets no error code.
+  it('answers another authentication scheme as a request without a token', async () => {
+    for (const authorization of [`Basic ${Buffer.from('ada:secret').toString('base64')}`, 'Digest username="ada"']) {
+      const { status, challenge } = await mcpStatus('', authorization);
+      expect(status).toBe(401);
+      expect(challenge.error).toBeUndefined();
+      expect(challenge.resource_metadata).toBe(`${server.url}/.well-known/oauth-protected-resource/mcp`);
+    }
+  });
+
+  it('says invalid_token, with the metadata address, for a token it does not know or cannot read', async () => {
+    for (const token of ['A'.repeat(43), 'not a token']) {
+      const { status, challenge } = await mcpStatus('', `Bearer ${token}`);
+      expect(status).toBe(401);
+      expect(challenge.error).toBe('invalid_token');
+      expect(challenge.resource_metadata).toBe(`${server.url}/.well-known/oauth-protected-resource/mcp`);
+    }
   });
 
   it('keeps personal access tokens working', async () => {
@@ -254,14 +338,53 @@ describe('authorization code with PKCE', () => {
     expect(server.db().prepare("SELECT count(*) AS n FROM oauth_consents WHERE client_id = ?").get(clientId)).toEqual({ n: 0 });
   });
 
-  it('refuses plain and missing PKCE challenges', async () => {
-    const clientId = await publicClient();
+  it('refuses plain and missing PKCE challenges: on a page for a self-registered client, at the redirect URI for a vetted one', async () => {
     const ada = await signedIn('ada@example.com');
+    const preregistered = operatorClient('PKCE check');
     for (const overrides of [{ code_challenge_method: 'plain' }, { code_challenge: null, code_challenge_method: null }] as Array<Record<string, string | null>>) {
-      const landed = await ada.authorize(authorizationUrl(clientId, pkcePair().challenge, overrides));
+      const shown = await ada.follow(authorizationUrl(await publicClient(), pkcePair().challenge, overrides));
+      expect(shown.url.origin).toBe(server.url);
+      expect(shown.response.status).toBe(400);
+      expect(await shown.response.text()).toContain('invalid_request');
+
+      const landed = await ada.authorize(authorizationUrl(preregistered, pkcePair().challenge, overrides));
+      expect(landed.origin + landed.pathname).toBe(redirectUri);
       expect(landed.searchParams.get('error')).toBe('invalid_request');
       expect(landed.searchParams.get('code')).toBeNull();
     }
+  });
+
+  // RFC 9700 section 4.11.2: a client nobody vetted must not turn this server into an open redirector.
+  it('never redirects to a self-registered or metadata-document client before the person has acted', async () => {
+    const evil = 'https://evil.example/x';
+    const registered = await publicClient({ redirect_uris: [evil] });
+    const documentId = documents.url('/clients/evil.json');
+    documents.serve('/clients/evil.json', { client_id: documentId, redirect_uris: [evil], token_endpoint_auth_method: 'none' });
+    const stranger = new BrowserSession(server.url);
+    const ada = await signedIn('ada@example.com');
+    for (const clientId of [registered, documentId]) {
+      const failing: Array<Record<string, string | null>> = [
+        { code_challenge: null, code_challenge_method: null },
+        { prompt: 'none' },
+        { scope: 'mcp unknown-scope' },
+        { resource: 'https://other.example/mcp' },
+      ];
+      for (const overrides of failing) {
+        for (const browser of [stranger, ada]) {
+          const response = await browser.request(authorizationUrl(clientId, pkcePair().challenge, { redirect_uri: evil, ...overrides }));
+          const location = response.headers.get('location');
+          expect(location === null || new URL(location, server.url).origin === server.url, `${JSON.stringify(overrides)} sent the browser to ${location}`).toBe(true);
+          if (location === null) {
+            expect(response.status).toBe(400);
+            expect(response.headers.get('content-type')).toMatch(/text\/html/);
+          }
+        }
+      }
+    }
+    // Deny is the person's own act: its answer goes back to the client.
+    const denied = await ada.authorize(authorizationUrl(registered, pkcePair().challenge, { redirect_uri: evil }), 'deny');
+    expect(denied.origin).toBe('https://evil.example');
+    expect(denied.searchParams.get('error')).toBe('access_denied');
   });
 
   it('shows an error page, never redirecting, for a redirect_uri the client did not register', async () => {
@@ -299,10 +422,12 @@ describe('authorization code with PKCE', () => {
   });
 
   it('refuses a resource other than this server (RFC 8707)', async () => {
-    const clientId = await publicClient();
     const ada = await signedIn('ada@example.com');
-    const landed = await ada.authorize(authorizationUrl(clientId, pkcePair().challenge, { resource: 'https://other.example/mcp' }));
+    const landed = await ada.authorize(authorizationUrl(operatorClient('Resource check'), pkcePair().challenge, { resource: 'https://other.example/mcp' }));
     expect(landed.searchParams.get('error')).toBe('invalid_target');
+    const shown = await ada.follow(authorizationUrl(await publicClient(), pkcePair().challenge, { resource: 'https://other.example/mcp' }));
+    expect(shown.response.status).toBe(400);
+    expect(await shown.response.text()).toContain('invalid_target');
   });
 
   it('issues a token without the mcp scope when it is not asked, which /mcp answers with 403 insufficient_scope', async () => {
@@ -312,8 +437,8 @@ describe('authorization code with PKCE', () => {
     const { body } = await exchange(clientId, code, verifier);
     const { status, challenge } = await mcpStatus(body.access_token);
     expect(status).toBe(403);
-    expect(challenge).toContain('error="insufficient_scope"');
-    expect(challenge).toContain('scope="mcp"');
+    expect(challenge).toMatchObject({ error: 'insufficient_scope', scope: 'mcp', resource_metadata: `${server.url}/.well-known/oauth-protected-resource/mcp` });
+    expect(challenge.error_description).toMatch(/mcp scope/);
   });
 });
 
@@ -342,45 +467,66 @@ describe('token endpoint errors', () => {
     expect(again.body.error).toBe('invalid_grant');
     // A reused code revokes what it issued.
     expect((await mcpStatus(first.body.access_token)).status).toBe(401);
-    expect((await tokenRequest(server.url, { grant_type: 'refresh_token', client_id: clientId, refresh_token: first.body.refresh_token })).body.error).toBe('invalid_grant');
+    expect((await tokenEndpoint({ grant_type: 'refresh_token', client_id: clientId, refresh_token: first.body.refresh_token })).body.error).toBe('invalid_grant');
   });
 
-  it('refuses an expired code', async () => {
-    const clientId = await publicClient();
-    const ada = await signedIn('ada@example.com');
-    const { code, verifier } = await authorize(ada, clientId);
-    server.db().prepare("UPDATE oauth_records SET expires_at = ? WHERE model = 'AuthorizationCode'").run(Date.now() - 1000);
-    const result = await exchange(clientId, code, verifier);
-    expect(result.status).toBe(400);
-    expect(result.body.error).toBe('invalid_grant');
-  });
-
-  it('answers invalid_client for an unknown client and for a deleted one', async () => {
+  it('answers invalid_client for an unknown client and for a deleted one, whose tokens end at once', async () => {
     expect((await exchange('no-such-client', 'x', 'y')).body.error).toBe('invalid_client');
     const clientId = await publicClient();
     const ada = await signedIn('ada@example.com');
+    const bob = await signedIn('bob@example.com');
+    const adaTokens = await tokensFor(ada, clientId);
+    const bobTokens = await tokensFor(bob, clientId);
     const { code, verifier } = await authorize(ada, clientId);
+    expect((await mcpStatus(adaTokens.access_token)).status).toBe(200);
     expect(runScript('scripts/oauth-client.ts', ['--delete', clientId]).status).toBe(0);
     const result = await exchange(clientId, code, verifier);
     expect(result.status).toBe(401);
     expect(result.body.error).toBe('invalid_client');
+    for (const tokens of [adaTokens, bobTokens]) expect((await mcpStatus(tokens.access_token)).status).toBe(401);
+    expect(server.db().prepare('SELECT count(*) AS n FROM oauth_consents WHERE client_id = ?').get(clientId)).toEqual({ n: 0 });
+  });
+
+  it('lets only one of two simultaneous redemptions of a code win, and treats the other as reuse', async () => {
+    const clientId = await publicClient();
+    const ada = await signedIn('ada@example.com');
+    const { code, verifier } = await authorize(ada, clientId);
+    const results = await Promise.all(Array.from({ length: 4 }, () => exchange(clientId, code, verifier)));
+    const winners = results.filter((result) => result.status === 200);
+    expect(winners.length, JSON.stringify(results.map((result) => result.body))).toBeLessThanOrEqual(1);
+    for (const loser of results.filter((result) => result.status !== 200)) expect(loser.body.error).toBe('invalid_grant');
+    // A reused code revokes what it issued, the winner's tokens included.
+    for (const winner of winners) expect((await mcpStatus(winner.body.access_token)).status).toBe(401);
+  });
+
+  it('lets only one of two simultaneous uses of a refresh token win, and treats the other as reuse', async () => {
+    const clientId = await publicClient();
+    const ada = await signedIn('ada@example.com');
+    const tokens = await tokensFor(ada, clientId);
+    const refresh = () => tokenEndpoint({ grant_type: 'refresh_token', client_id: clientId, refresh_token: tokens.refresh_token, resource });
+    const results = await Promise.all(Array.from({ length: 4 }, refresh));
+    const winners = results.filter((result) => result.status === 200);
+    expect(winners.length, JSON.stringify(results.map((result) => result.body))).toBeLessThanOrEqual(1);
+    for (const loser of results.filter((result) => result.status !== 200)) expect(loser.body.error).toBe('invalid_grant');
+    for (const winner of winners) expect((await mcpStatus(winner.body.access_token)).status).toBe(401);
+    expect((await mcpStatus(tokens.access_token)).status).toBe(401);
   });
 
   it('rotates refresh tokens, and a reused one revokes the whole grant', async () => {
     const clientId = await publicClient();
     const ada = await signedIn('ada@example.com');
     const first = await tokensFor(ada, clientId);
-    const refreshed = await tokenRequest(server.url, { grant_type: 'refresh_token', client_id: clientId, refresh_token: first.refresh_token, resource });
+    const refreshed = await tokenEndpoint({ grant_type: 'refresh_token', client_id: clientId, refresh_token: first.refresh_token, resource });
     expect(refreshed.status).toBe(200);
     expect(refreshed.body.refresh_token).toBeTruthy();
     expect(refreshed.body.refresh_token).not.toBe(first.refresh_token);
     expect((await mcpStatus(refreshed.body.access_token)).status).toBe(200);
 
-    const reused = await tokenRequest(server.url, { grant_type: 'refresh_token', client_id: clientId, refresh_token: first.refresh_token });
+    const reused = await tokenEndpoint({ grant_type: 'refresh_token', client_id: clientId, refresh_token: first.refresh_token });
     expect(reused.status).toBe(400);
     expect(reused.body.error).toBe('invalid_grant');
     expect((await mcpStatus(refreshed.body.access_token)).status).toBe(401);
-    const next = await tokenRequest(server.url, { grant_type: 'refresh_token', client_id: clientId, refresh_token: refreshed.body.refresh_token });
+    const next = await tokenEndpoint({ grant_type: 'refresh_token', client_id: clientId, refresh_token: refreshed.body.refresh_token });
     expect(next.body.error).toBe('invalid_grant');
   });
 
@@ -408,7 +554,8 @@ describe('token endpoint errors', () => {
       .run();
     const { status, challenge } = await mcpStatus(tokens.access_token);
     expect(status).toBe(401);
-    expect(challenge).toContain('another resource');
+    expect(challenge.error).toBe('invalid_token');
+    expect(challenge.error_description).toContain('another resource');
   });
 });
 
@@ -464,14 +611,30 @@ describe('client metadata documents', () => {
     return ada.follow(authorizationUrl(clientId, pkcePair().challenge));
   }
 
-  it('uses a valid document: the consent page names the proven domain', async () => {
+  /** The text of an element of the consent page, by its test id (null when it is not there). */
+  function consentField(html: string, testId: string): string | null {
+    const match = new RegExp(`data-testid="${testId}"[^>]*>([\\s\\S]*?)</dd>`).exec(html);
+    return match ? match[1].replace(/<[^>]+>/g, '').replace(/&amp;/g, '&') : null;
+  }
+
+  it('uses a valid document: the consent page names the client by its full client_id, claims nothing more, and warns of another redirect host', async () => {
     const clientId = documents.url(documentPath('good'));
-    documents.serve(documentPath('good'), { client_id: clientId, client_name: 'Document client', redirect_uris: [redirectUri], token_endpoint_auth_method: 'none' });
+    documents.serve(documentPath('good'), { client_id: clientId, client_name: 'claude.ai', redirect_uris: [redirectUri], token_endpoint_auth_method: 'none' });
     const { url, response } = await authorizeWithDocument(clientId);
     expect(url.pathname).toMatch(/^\/consent\//);
     const html = await response.text();
-    expect(html).toContain('Document client');
-    expect(html).toContain(`Verified domain: localhost:${documents.port}`);
+    expect(consentField(html, 'client-identity')).toContain(clientId);
+    expect(html).not.toMatch(/verified|who it says it is/i);
+    expect(consentField(html, 'redirect-warning')).toContain(new URL(redirectUri).host);
+
+    const sameHost = documents.url(documentPath('same-host'));
+    documents.serve(documentPath('same-host'), { client_id: sameHost, redirect_uris: [documents.url('/callback')], token_endpoint_auth_method: 'none' });
+    const ada = await signedIn('ada@example.com');
+    const page = await ada.follow(authorizationUrl(sameHost, pkcePair().challenge, { redirect_uri: documents.url('/callback') }));
+    expect(page.url.pathname).toMatch(/^\/consent\//);
+    const sameHostHtml = await page.response.text();
+    expect(consentField(sameHostHtml, 'client-identity')).toContain(sameHost);
+    expect(consentField(sameHostHtml, 'redirect-warning')).toBeNull();
   });
 
   it.each([
@@ -488,13 +651,46 @@ describe('client metadata documents', () => {
     expect(await response.text()).toMatch(/invalid_client/);
   });
 
-  it('refuses malformed JSON and a redirect', async () => {
+  it('refuses malformed JSON', async () => {
     const malformed = documents.url(documentPath('malformed'));
     documents.serveRaw(documentPath('malformed'), 200, '{"client_id": ');
-    expect((await authorizeWithDocument(malformed)).response.status).toBe(400);
-    const moved = documents.url(documentPath('moved'));
-    documents.serveRaw(documentPath('moved'), 302, '', { Location: documents.url(documentPath('good')) });
-    expect((await authorizeWithDocument(moved)).response.status).toBe(400);
+    const { response } = await authorizeWithDocument(malformed);
+    expect(response.status).toBe(400);
+    expect(await response.text()).toMatch(/invalid_client/);
+  });
+
+  it('never follows a redirect, even to a server with a valid document for the same client_id', async () => {
+    const elsewhere = await HttpsDocumentServer.start(documents);
+    try {
+      const moved = documents.url(documentPath('moved'));
+      const target = documentPath('moved-here');
+      elsewhere.serve(target, { client_id: moved, client_name: 'Moved client', redirect_uris: [redirectUri], token_endpoint_auth_method: 'none' });
+      documents.serveRaw(documentPath('moved'), 302, '', { Location: elsewhere.url(target) });
+      const { url, response } = await authorizeWithDocument(moved);
+      expect(url.origin).toBe(server.url);
+      expect(response.status).toBe(400);
+      expect(await response.text()).toMatch(/invalid_client/);
+      expect(documents.requests(documentPath('moved'))).toBeGreaterThan(0);
+      expect(elsewhere.requests(target)).toBe(0);
+    } finally {
+      await elsewhere.stop();
+    }
+  });
+
+  it('gives up on a document that does not arrive within 2.5 s', async () => {
+    const late = documents.url(documentPath('late'));
+    documents.serveLate(documentPath('late'), { client_id: late, redirect_uris: [redirectUri], token_endpoint_auth_method: 'none' }, 20_000);
+    const startedAt = Date.now();
+    const { url, response } = await authorizeWithDocument(late);
+    const waitedMs = Date.now() - startedAt;
+    expect(url.origin).toBe(server.url);
+    expect(response.status).toBe(400);
+    expect(await response.text()).toMatch(/invalid_client/);
+    // The server closed each request itself (the library asks twice: once more to name the client on
+    // the error page), long before the document would have come.
+    expect(documents.requests(documentPath('late'))).toBeGreaterThan(0);
+    await expect.poll(() => documents.abandonedRequests(documentPath('late'))).toBe(documents.requests(documentPath('late')));
+    expect(waitedMs).toBeGreaterThanOrEqual(2400);
   });
 
   it('never fetches a document from a private address the setting does not name', async () => {
@@ -512,16 +708,17 @@ describe('registration', () => {
     const response = await registerClient(server.url, { client_name: 'Confidential', redirect_uris: [redirectUri] });
     expect(response.status).toBe(201);
     const client = (await response.json()) as { client_id: string; client_secret: string; token_endpoint_auth_method: string };
+    rememberSecrets(client);
     expect(client.client_secret).toBeTruthy();
     expect(client.token_endpoint_auth_method).toBe('client_secret_basic');
     const basic = (secret: string) => `Basic ${Buffer.from(`${client.client_id}:${secret}`).toString('base64')}`;
     const bogusCode = { grant_type: 'authorization_code', code: 'x', redirect_uri: redirectUri };
-    expect((await tokenRequest(server.url, bogusCode, { Authorization: basic('wrong') })).body.error).toBe('invalid_client');
+    expect((await tokenEndpoint(bogusCode, { Authorization: basic('wrong') })).body.error).toBe('invalid_client');
     // The right secret passes client authentication (and meets the bogus code).
-    expect((await tokenRequest(server.url, bogusCode, { Authorization: basic(client.client_secret) })).body.error).toBe('invalid_grant');
-    const posted = await tokenRequest(server.url, { ...bogusCode, client_id: client.client_id, client_secret: client.client_secret });
+    expect((await tokenEndpoint(bogusCode, { Authorization: basic(client.client_secret) })).body.error).toBe('invalid_grant');
+    const posted = await tokenEndpoint({ ...bogusCode, client_id: client.client_id, client_secret: client.client_secret });
     expect(posted.body.error).toBe('invalid_grant');
-    const postedWrong = await tokenRequest(server.url, { ...bogusCode, client_id: client.client_id, client_secret: `${client.client_secret}x` });
+    const postedWrong = await tokenEndpoint({ ...bogusCode, client_id: client.client_id, client_secret: `${client.client_secret}x` });
     expect(postedWrong.body.error).toBe('invalid_client');
     const stored = JSON.stringify(server.db().prepare("SELECT payload FROM oauth_records WHERE model = 'Client'").all());
     expect(stored).not.toContain(client.client_secret);
@@ -549,26 +746,173 @@ describe('registration', () => {
     expect(result.status, result.stderr).toBe(0);
     const clientId = /client_id: (\S+)/.exec(result.stdout)![1];
     const clientSecret = /client_secret: (\S+)/.exec(result.stdout)![1];
+    issuedSecrets.add(clientSecret);
     const ada = await signedIn('ada@example.com');
     const { code, verifier } = await authorize(ada, clientId);
     const basic = `Basic ${Buffer.from(`${clientId}:${clientSecret}`).toString('base64')}`;
-    const tokens = await tokenRequest(server.url, { grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: redirectUri, resource }, { Authorization: basic });
+    const tokens = await tokenEndpoint({ grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: redirectUri, resource }, { Authorization: basic });
     expect(tokens.status).toBe(200);
     expect(server.db().prepare('SELECT registration FROM oauth_consents WHERE client_id = ?').get(clientId)).toEqual({ registration: 'preregistered' });
     expect(JSON.stringify(server.db().prepare("SELECT payload FROM oauth_records WHERE model = 'Client'").all())).not.toContain(clientSecret);
     const bad = runScript('scripts/oauth-client.ts', ['--name', 'No URI']);
     expect(bad.status).toBe(2);
   });
+});
 
-  // Last: it uses up this address's registrations for the hour.
-  it('limits registrations per address per hour with 429 and Retry-After', async () => {
-    let response: Response | undefined;
-    for (let attempt = 0; attempt <= registrationsPerHour; attempt += 1) {
-      response = await registerClient(server.url, { redirect_uris: [redirectUri], token_endpoint_auth_method: 'none' });
-      if (response.status === 429) break;
-      expect(response.status).toBe(201);
+/**
+ * A second server whose clock the tests move forward (tests/helpers/shifted-clock.cjs), behind a
+ * trusted proxy (each test request names its client address in X-Forwarded-For), with a small
+ * registration limit and a short life for clients nobody uses.
+ */
+describe('limits and lifetimes', () => {
+  const registrationsPerHour = 3;
+  const unusedClientTtlSeconds = 2 * 60 * 60;
+  let timed: TestServer;
+
+  beforeAll(async () => {
+    timed = await startServer({
+      ...shiftedClockEnv(),
+      TRUST_PROXY: 'true',
+      OAUTH_REGISTRATIONS_PER_HOUR: String(registrationsPerHour),
+      OAUTH_UNUSED_CLIENT_TTL_SECONDS: String(unusedClientTtlSeconds),
+      OAUTH_CLIENT_METADATA_PRIVATE_HOSTS: 'localhost',
+      NODE_EXTRA_CA_CERTS: documents.certificateFile,
+    });
+    createToken(timed, 'ada@example.com', 'setup');
+    const result = spawnSync(process.execPath, [tsxCli, 'scripts/user-password.ts', '--email', 'ada@example.com'], {
+      cwd: root,
+      env: { ...process.env, ...timed.env, PASSWORD: password },
+      encoding: 'utf8',
+    });
+    if (result.status !== 0) throw new Error(result.stderr);
+  });
+
+  afterAll(async () => {
+    await timed?.stop();
+    if (timed) fs.rmSync(timed.env.CLOCK_OFFSET_FILE, { force: true });
+  });
+
+  let addressCounter = 0;
+  /** A client address of its own, so each test starts with a full registration allowance. */
+  const freshAddress = () => `203.0.113.${(addressCounter += 1)}`;
+
+  async function register(pathname: string, address: string, metadata: Record<string, unknown> = {}) {
+    return fetch(`${timed.url}${pathname}`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'X-Forwarded-For': `198.51.100.7, ${address}` },
+      body: JSON.stringify({ redirect_uris: [redirectUri], token_endpoint_auth_method: 'none', ...metadata }),
+    });
+  }
+
+  async function timedSignedIn(): Promise<BrowserSession> {
+    const browser = new BrowserSession(timed.url);
+    await browser.signIn('ada@example.com', password);
+    return browser;
+  }
+
+  function timedAuthorizationUrl(clientId: string, challenge: string): string {
+    return authorizationUrl(clientId, challenge, { resource: `${timed.url}/mcp` }).replace(server.url, timed.url);
+  }
+
+  it('counts registrations per client address on every spelling of the path, and refuses the one past the limit', async () => {
+    const address = freshAddress();
+    const spellings = ['/oauth/register', '/oauth/register/', '/oauth/Register'];
+    for (const pathname of spellings) expect((await register(pathname, address)).status, pathname).toBe(201);
+    const refused = await register('/oauth/REGISTER/', address);
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect((await register('/oauth/register', address)).status).toBe(429);
+    // Another client behind the same proxy has its own allowance.
+    expect((await register('/oauth/register', freshAddress())).status).toBe(201);
+  });
+
+  it('refuses an oversized registration on every spelling of the path', async () => {
+    for (const pathname of ['/oauth/register', '/oauth/register/', '/oauth/REGISTER']) {
+      const response = await register(pathname, freshAddress(), { client_name: 'x'.repeat(10_000) });
+      expect(response.status, pathname).toBe(413);
+      expect(((await response.json()) as { error: string }).error).toBe('invalid_client_metadata');
     }
-    expect(response!.status).toBe(429);
-    expect(Number(response!.headers.get('retry-after'))).toBeGreaterThan(0);
+  });
+
+  it('lets a code live 60 s', async () => {
+    const registered = (await (await register('/oauth/register', freshAddress())).json()) as { client_id: string };
+    const ada = await timedSignedIn();
+    const redeem = async () => {
+      const pkce = pkcePair();
+      const landed = await ada.authorize(timedAuthorizationUrl(registered.client_id, pkce.challenge));
+      const code = landed.searchParams.get('code')!;
+      issuedSecrets.add(code);
+      return { code, verifier: pkce.verifier };
+    };
+    const exchangeAt = (code: string, verifier: string) =>
+      tokenEndpoint({ grant_type: 'authorization_code', client_id: registered.client_id, code, code_verifier: verifier, redirect_uri: redirectUri, resource: `${timed.url}/mcp` }, {}, timed);
+    const fresh = await redeem();
+    expect((await exchangeAt(fresh.code, fresh.verifier)).status).toBe(200);
+    const stale = await redeem();
+    await advanceClock(timed, 61 * 1000);
+    const late = await exchangeAt(stale.code, stale.verifier);
+    expect(late.status).toBe(400);
+    expect(late.body.error).toBe('invalid_grant');
+  });
+
+  it('forgets a registered client nobody used within OAUTH_UNUSED_CLIENT_TTL_SECONDS, and keeps one a person allowed', async () => {
+    const unused = ((await (await register('/oauth/register', freshAddress())).json()) as { client_id: string }).client_id;
+    const used = ((await (await register('/oauth/register', freshAddress())).json()) as { client_id: string }).client_id;
+    const ada = await timedSignedIn();
+    expect((await ada.authorize(timedAuthorizationUrl(used, pkcePair().challenge))).searchParams.get('code')).toBeTruthy();
+    await advanceClock(timed, (unusedClientTtlSeconds + 60) * 1000);
+    const forgotten = await ada.follow(timedAuthorizationUrl(unused, pkcePair().challenge));
+    expect(forgotten.url.origin).toBe(timed.url);
+    expect(forgotten.response.status).toBe(400);
+    expect(await forgotten.response.text()).toMatch(/invalid_client/);
+    expect((await ada.authorize(timedAuthorizationUrl(used, pkcePair().challenge))).searchParams.get('code')).toBeTruthy();
+  });
+
+  it('caches a metadata document by its Cache-Control, for at least 30 s and at most 24 h', async () => {
+    const ada = await timedSignedIn();
+    const cases = [
+      { name: 'short-lived', maxAge: 1, stillCachedAfter: 20 * 1000, refetchedAfter: 11 * 1000 },
+      { name: 'long-lived', maxAge: 10 * 24 * 60 * 60, stillCachedAfter: 23 * 60 * 60 * 1000, refetchedAfter: 61 * 60 * 1000 },
+    ];
+    for (const { name, maxAge, stillCachedAfter, refetchedAfter } of cases) {
+      const pathname = `/clients/cached-${name}.json`;
+      const clientId = documents.url(pathname);
+      documents.serveRaw(pathname, 200, JSON.stringify({ client_id: clientId, redirect_uris: [redirectUri], token_endpoint_auth_method: 'none' }), {
+        'Content-Type': 'application/json',
+        'Cache-Control': `max-age=${maxAge}`,
+      });
+      const open = async () => expect((await ada.follow(timedAuthorizationUrl(clientId, pkcePair().challenge))).url.pathname).toMatch(/^\/consent\//);
+      await open();
+      expect(documents.requests(pathname)).toBe(1);
+      await advanceClock(timed, stillCachedAfter);
+      await open();
+      expect(documents.requests(pathname), `${name}: still cached`).toBe(1);
+      await advanceClock(timed, refetchedAfter);
+      await open();
+      expect(documents.requests(pathname), `${name}: fetched again`).toBe(2);
+    }
+  });
+});
+
+describe('secrets in the output', () => {
+  it('never logs a code, token or client secret the server issued', async () => {
+    // One more whole flow, with a confidential client, so every kind of secret has been issued.
+    const registered = (await (await registerClient(server.url, { client_name: 'Logged?', redirect_uris: [redirectUri] })).json()) as { client_id: string; client_secret: string };
+    rememberSecrets(registered);
+    const ada = await signedIn('ada@example.com');
+    const { code, verifier } = await authorize(ada, registered.client_id, { scope: 'openid mcp offline_access' });
+    const basic = { Authorization: `Basic ${Buffer.from(`${registered.client_id}:${registered.client_secret}`).toString('base64')}` };
+    const tokens = await tokenEndpoint({ grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: redirectUri, resource }, basic);
+    expect(tokens.status).toBe(200);
+    const mcp = new RawMcp(server.mcpUrl, tokens.body.access_token);
+    await mcp.initialize();
+    await mcp.startDelayTask(0);
+    await tokenEndpoint({ grant_type: 'refresh_token', refresh_token: tokens.body.refresh_token, resource }, basic);
+    await tokenEndpoint({ grant_type: 'refresh_token', refresh_token: tokens.body.refresh_token, resource }, basic);
+
+    expect(issuedSecrets.size).toBeGreaterThan(20);
+    const output = server.output();
+    expect(output.length).toBeGreaterThan(0);
+    for (const secret of issuedSecrets) expect(output.includes(secret), `a secret ending ${secret.slice(-4)} is in the output`).toBe(false);
   });
 });

@@ -4,6 +4,7 @@ import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RawMcp, SseReader } from '../helpers/mcp';
 import { createToken, revokeToken, startServer, type TestServer } from '../helpers/server';
+import { bearerChallenge } from '../helpers/www-authenticate';
 
 let server: TestServer;
 /** README: a revoked token's open streams end within two seconds, whichever process revoked it. */
@@ -30,21 +31,26 @@ async function session(): Promise<RawMcp> {
 describe('authentication', () => {
   const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } };
 
-  it('refuses a request without a token with 401 and a Bearer challenge', async () => {
+  // RFC 6750 section 3.1: a request that carries no bearer token gets a challenge without an error code.
+  it.each([
+    ['no Authorization header', null],
+    ['another scheme', 'Basic dXNlcjpwYXNz'],
+  ])('refuses a request with %s with 401 and a Bearer challenge without an error', async (_label, authorization) => {
     const response = await fetch(server.mcpUrl, {
       method: 'POST',
-      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+      headers: { ...(authorization ? { Authorization: authorization } : {}), 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
       body: JSON.stringify(initialize),
     });
     expect(response.status).toBe(401);
-    expect(response.headers.get('www-authenticate')).toMatch(/^Bearer /);
+    const challenge = bearerChallenge(response.headers.get('www-authenticate'));
+    expect(challenge.error).toBeUndefined();
+    expect(challenge.resource_metadata).toMatch(/\/\.well-known\/oauth-protected-resource\/mcp$/);
     expect((await response.json()).error.message).toMatch(/access token is required/);
   });
 
   it.each([
     ['malformed', 'Bearer not-a-token', /malformed/],
     ['unknown', `Bearer mcp_pat_${'A'.repeat(43)}`, /not valid/],
-    ['not a bearer scheme', 'Basic dXNlcjpwYXNz', /malformed/],
   ])('refuses a %s token with 401 and error="invalid_token"', async (_label, authorization, message) => {
     const response = await fetch(server.mcpUrl, {
       method: 'POST',
@@ -52,7 +58,7 @@ describe('authentication', () => {
       body: JSON.stringify(initialize),
     });
     expect(response.status).toBe(401);
-    expect(response.headers.get('www-authenticate')).toContain('error="invalid_token"');
+    expect(bearerChallenge(response.headers.get('www-authenticate')).error).toBe('invalid_token');
     expect((await response.json()).error.message).toMatch(message);
   });
 
@@ -64,7 +70,7 @@ describe('authentication', () => {
     expect(revokeToken(server, doomed).status).toBe(0);
     const after = await mcp.request('ping');
     expect(after.status).toBe(401);
-    expect(after.headers.get('www-authenticate')).toContain('revoked');
+    expect(bearerChallenge(after.headers.get('www-authenticate'))).toMatchObject({ error: 'invalid_token', error_description: expect.stringContaining('revoked') });
     expect(revokeToken(server, doomed).status).not.toBe(0);
   });
 
@@ -75,7 +81,7 @@ describe('authentication', () => {
     server.db().prepare("UPDATE access_tokens SET expires_at = ? WHERE name = 'expiring'").run(Date.now() - 1000);
     const reply = await mcp.request('ping');
     expect(reply.status).toBe(401);
-    expect(reply.headers.get('www-authenticate')).toContain('expired');
+    expect(bearerChallenge(reply.headers.get('www-authenticate'))).toMatchObject({ error: 'invalid_token', error_description: expect.stringContaining('expired') });
   });
 
   it('stores tokens only as hashes', () => {

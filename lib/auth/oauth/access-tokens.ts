@@ -1,7 +1,7 @@
 import { findOAuthRecord, markConsentUsed } from '@/db/queries/oauth';
 import { getUserById, type User } from '@/db/queries/users';
 import { hashOAuthId } from './adapter';
-import { mcpResource, mcpScope } from './metadata';
+import { audienceOfResource, mcpScope } from './metadata';
 
 /** Writing last-used on every request would turn each read into a write; once a minute is enough. */
 const lastUsedResolutionMs = 60 * 1000;
@@ -48,7 +48,9 @@ export function verifyOAuthAccessToken(token: string, appUrl: string, now = Date
   const payload = liveToken(idHash, now);
   if (!payload) return { ok: false, reason: 'expired' };
   const audiences = Array.isArray(payload.aud) ? payload.aud : [payload.aud];
-  if (!audiences.includes(mcpResource(appUrl))) return { ok: false, reason: 'wrong_audience' };
+  if (!audiences.some((audience) => typeof audience === 'string' && audienceOfResource(audience, appUrl) !== null)) {
+    return { ok: false, reason: 'wrong_audience' };
+  }
   if (!String(payload.scope ?? '').split(' ').includes(mcpScope)) return { ok: false, reason: 'insufficient_scope' };
   const user = payload.accountId ? getUserById(payload.accountId) : undefined;
   if (!user) return { ok: false, reason: 'unknown' };

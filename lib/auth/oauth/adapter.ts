@@ -6,6 +6,7 @@ import {
   deleteOAuthRecordsOfModelAndGrant,
   findOAuthRecord,
   findOAuthRecordByUid,
+  revokeOAuthGrant,
   upsertOAuthRecord,
 } from '@/db/queries/oauth';
 
@@ -28,23 +29,37 @@ export function clientSecretMatches(storedHash: string | undefined, presented: s
   return expected.length === actual.length && timingSafeEqual(expected, actual);
 }
 
+export interface SqliteAdapterOptions {
+  /** The error a request gets when the code or refresh token it read was used by another meanwhile. */
+  reuseError: () => Error;
+  /**
+   * How long a client that registered itself is kept while no person has allowed it (see
+   * markOAuthClientUsed): registration is open to anyone, so unused clients must not pile up.
+   */
+  unusedClientTtlSeconds: number;
+}
+
 /**
  * oidc-provider's storage interface over SQLite. The id (`jti`) is never stored: `find` is always
  * called with it, so it is put back on the way out. A client's secret is kept as a hash.
  */
 export class SqliteAdapter implements Adapter {
-  constructor(private readonly model: string) {}
+  constructor(
+    private readonly model: string,
+    private readonly options: SqliteAdapterOptions,
+  ) {}
 
   async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
     const { jti: _secret, ...stored } = payload;
     if (this.model === 'Client' && typeof stored.client_secret === 'string') stored.client_secret = hashClientSecret(stored.client_secret);
+    const lifetimeSeconds = this.model === 'Client' ? this.options.unusedClientTtlSeconds : expiresIn;
     upsertOAuthRecord({
       model: this.model,
       idHash: hashOAuthId(id),
       payload: stored,
       grantId: typeof payload.grantId === 'string' ? payload.grantId : null,
       uid: typeof payload.uid === 'string' ? payload.uid : null,
-      expiresAt: expiresIn ? Date.now() + expiresIn * 1000 : null,
+      expiresAt: lifetimeSeconds ? Date.now() + lifetimeSeconds * 1000 : null,
     });
   }
 
@@ -64,8 +79,17 @@ export class SqliteAdapter implements Adapter {
     return undefined;
   }
 
+  /**
+   * The library reads a code or refresh token, checks it is unused, then consumes it; two requests
+   * (on two instances, say) can both pass the check. The database decides: the loser is a reuse,
+   * which ends the whole grant, as the library does for a reuse it sees itself.
+   */
   async consume(id: string): Promise<void> {
-    consumeOAuthRecord(this.model, hashOAuthId(id), Date.now());
+    const idHash = hashOAuthId(id);
+    if (consumeOAuthRecord(this.model, idHash, Date.now())) return;
+    const grantId = findOAuthRecord(this.model, idHash, 0)?.grantId;
+    if (grantId) revokeOAuthGrant(grantId, hashOAuthId(grantId));
+    throw this.options.reuseError();
   }
 
   async destroy(id: string): Promise<void> {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { deleteOAuthRecord, upsertOAuthRecord } from '@/db/queries/oauth';
+import { deleteOAuthClientAndGrants, upsertOAuthRecord } from '@/db/queries/oauth';
 import { hashClientSecret, hashOAuthId } from './adapter';
 import { getOAuthProvider } from './provider';
 
@@ -38,7 +38,7 @@ export async function preregisterClient(input: { name: string; redirectUris: str
   return { clientId, clientSecret };
 }
 
-/** Removes a client; its next token request gets invalid_client. */
+/** Removes a client and ends what it holds: its next request gets invalid_client, its tokens 401 at /mcp. */
 export function deleteClient(clientId: string): void {
-  deleteOAuthRecord('Client', hashOAuthId(clientId));
+  deleteOAuthClientAndGrants(clientId, hashOAuthId(clientId));
 }

@@ -1,26 +1,21 @@
 import type { Client } from 'oidc-provider';
 import {
-  deleteConsent,
-  deleteOAuthRecordsOfGrant,
-  findOAuthRecord,
   getConsent,
   getConsentById,
   listConsentsByUserId,
+  markOAuthClientUsed,
+  revokeOAuthGrant,
+  revokeOAuthGrantsOfUserAndClient,
   upsertConsent,
   type OAuthConsent,
 } from '@/db/queries/oauth';
 import type { ClientRegistration } from '@/db/schema';
 import { hashOAuthId } from './adapter';
+import { clientRegistration } from './client-registration';
 import { scopeDescriptions } from './metadata';
 import { getOAuthProvider, type OAuthProvider } from './provider';
 
 type InteractionDetails = Awaited<ReturnType<OAuthProvider['interactionDetails']>>;
-
-/** How a client came to be known: a URL client_id is a metadata document; the others were registered. */
-export function clientRegistration(clientId: string): ClientRegistration {
-  if (/^https:\/\//i.test(clientId)) return 'metadata_document';
-  return findOAuthRecord('Client', hashOAuthId(clientId))?.registeredVia === 'preregistered' ? 'preregistered' : 'dynamic';
-}
 
 function hostOf(uri: unknown): string | null {
   try {
@@ -32,10 +27,14 @@ function hostOf(uri: unknown): string | null {
 
 export interface ConsentRequest {
   clientName: string;
+  clientId: string;
   registration: ClientRegistration;
-  /** The domain the client proved it controls by serving its metadata document; null when self-asserted. */
-  provenDomain: string | null;
   redirectHost: string | null;
+  /**
+   * For a metadata document: the host of its client_id, when the person would be sent back elsewhere.
+   * Serving a document at a URL proves control of that URL only, not that the name in it is true.
+   */
+  redirectElsewhereThan: string | null;
   abilities: string[];
   /** True when the person allowed this client before and it now asks for more. */
   wantsMore: boolean;
@@ -51,17 +50,24 @@ export async function describeConsentRequest(uid: string, userId: string): Promi
   if (!client) return null;
   const registration = clientRegistration(clientId);
   const requested = String(interaction.params.scope ?? '').split(' ').filter((scope) => scope in scopeDescriptions);
+  const redirectHost = hostOf(interaction.params.redirect_uri);
+  const clientHost = hostOf(clientId);
   return {
     clientName: client.clientName ?? clientId,
+    clientId,
     registration,
-    provenDomain: registration === 'metadata_document' ? hostOf(clientId) : null,
-    redirectHost: hostOf(interaction.params.redirect_uri),
+    redirectHost,
+    redirectElsewhereThan: registration === 'metadata_document' && redirectHost !== clientHost ? clientHost : null,
     abilities: requested.length > 0 ? requested.map((scope) => scopeDescriptions[scope]) : ['Connect to your account (it will have to ask again to start tasks)'],
     wantsMore: Boolean(getConsent(userId, clientId)),
   };
 }
 
-/** Records the person's Allow: extends (or creates) their grant for this client with what it asked. */
+/**
+ * Records the person's Allow: extends their grant for this client with what it asked, creating one
+ * only when they have none. The grant is the one the consent names now, not the one this step began
+ * with: two steps allowed in two tabs then share one grant, which Disconnect ends.
+ */
 export async function allowConsent(
   provider: OAuthProvider,
   input: { userId: string; client: Client; registration: ClientRegistration; details: InteractionDetails },
@@ -72,8 +78,12 @@ export async function allowConsent(
     missingOIDCClaims?: string[];
     missingResourceScopes?: Record<string, string[]>;
   };
-  const existing = details.grantId ? await provider.Grant.find(details.grantId) : undefined;
-  const grant = existing ?? new provider.Grant({ accountId: userId, clientId: client.clientId });
+  const existingId = getConsent(userId, client.clientId)?.grantId ?? details.grantId;
+  const existing = existingId ? await provider.Grant.find(existingId) : undefined;
+  const grant =
+    existing && existing.accountId === userId && existing.clientId === client.clientId
+      ? existing
+      : new provider.Grant({ accountId: userId, clientId: client.clientId });
   if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
   if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims);
   for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes ?? {})) {
@@ -82,7 +92,7 @@ export async function allowConsent(
   const grantId = await grant.save();
   const resourceScopes = Object.keys(missing.missingResourceScopes ?? {}).map((indicator) => grant.getResourceScope(indicator));
   const scope = [...new Set([grant.getOIDCScope(), ...resourceScopes].join(' ').split(' ').filter(Boolean))].join(' ');
-  upsertConsent({
+  const { replacedGrantId } = upsertConsent({
     userId,
     clientId: client.clientId,
     clientName: client.clientName ?? null,
@@ -92,6 +102,9 @@ export async function allowConsent(
     scope,
     allowedAt: Date.now(),
   });
+  // Another step's Allow made a grant meanwhile: only one may stay, and nothing may outlive the consent.
+  if (replacedGrantId) revokeOAuthGrant(replacedGrantId, hashOAuthId(replacedGrantId));
+  markOAuthClientUsed(hashOAuthId(client.clientId));
   return grantId;
 }
 
@@ -102,13 +115,13 @@ export function listConnectedApps(userId: string): ConnectedApp[] {
 }
 
 /**
- * Disconnect: the grant, its codes, access and refresh tokens go at once (an open /mcp stream notices
- * within seconds, as for a revoked personal token). False when it is not this person's.
+ * Disconnect: every grant of this person and client, with its codes, access and refresh tokens, goes
+ * at once (an open /mcp stream notices within seconds, as for a revoked personal token). False when
+ * it is not this person's.
  */
 export function disconnectApp(consentId: string, userId: string): boolean {
   const consent = getConsentById(consentId, userId);
   if (!consent) return false;
-  deleteOAuthRecordsOfGrant(consent.grantId, hashOAuthId(consent.grantId));
-  deleteConsent(consent.id);
+  revokeOAuthGrantsOfUserAndClient(userId, consent.clientId);
   return true;
 }

@@ -26,21 +26,43 @@ export const oauthRoutes = {
   challenge: '/oauth/challenge',
 } as const;
 
-export const protectedResourcePaths = ['/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-protected-resource'];
-
 /** The canonical URL of the MCP endpoint: the audience of every access token (RFC 8707). */
 export function mcpResource(appUrl: string): string {
   return `${appUrl}/mcp`;
 }
 
-export function resourceMetadataUrl(appUrl: string): string {
-  return `${appUrl}${protectedResourcePaths[0]}`;
+const mcpResourceMetadataPath = '/.well-known/oauth-protected-resource/mcp';
+
+/**
+ * RFC 9728 section 3.3: each metadata document names the resource its address is made from. The
+ * path-aware one is /mcp's; the root one is the whole server's, which clients that only look at the
+ * root may ask tokens for.
+ */
+export function resourceOfMetadataPath(pathname: string, appUrl: string): string | null {
+  if (pathname === mcpResourceMetadataPath) return mcpResource(appUrl);
+  if (pathname === '/.well-known/oauth-protected-resource') return appUrl;
+  return null;
 }
 
-/** RFC 9728 Protected Resource Metadata for /mcp. */
-export function protectedResourceMetadata(appUrl: string): Record<string, unknown> {
+/**
+ * The audience of a token asked for `indicator` (RFC 8707), or null for a resource that is not here.
+ * /mcp is part of the whole server, so a token for the server (named with or without its trailing
+ * slash) is good at /mcp too.
+ */
+export function audienceOfResource(indicator: string, appUrl: string): string | null {
+  if (indicator === mcpResource(appUrl)) return indicator;
+  if (indicator === appUrl || indicator === `${appUrl}/`) return appUrl;
+  return null;
+}
+
+export function resourceMetadataUrl(appUrl: string): string {
+  return `${appUrl}${mcpResourceMetadataPath}`;
+}
+
+/** RFC 9728 Protected Resource Metadata for one of this server's resources. */
+export function protectedResourceMetadata(appUrl: string, resource: string): Record<string, unknown> {
   return {
-    resource: mcpResource(appUrl),
+    resource,
     authorization_servers: [appUrl],
     scopes_supported: [mcpScope],
     bearer_methods_supported: ['header'],

@@ -1,11 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { getEnv } from '@/lib/env';
-import { allowConsent, clientRegistration } from './consent';
+import { clientRegistration } from './client-registration';
+import { allowConsent } from './consent';
 import { renderOAuthErrorPage } from './error-page';
-import { oauthRoutes, protectedResourceMetadata, protectedResourcePaths } from './metadata';
+import { protectedResourceMetadata, resourceOfMetadataPath } from './metadata';
 import { getOAuthProvider } from './provider';
-import { RegistrationLimiter } from './registration-limits';
 import { signedInUserId } from './signed-in-user';
 
 /**
@@ -22,23 +22,35 @@ const maxConsentFormBytes = 1024;
 
 const globalForHandler = globalThis as unknown as {
   __mcpTaskServerOAuthCallback?: ReturnType<Awaited<ReturnType<typeof getOAuthProvider>>['callback']>;
-  __mcpTaskServerRegistrationLimiter?: RegistrationLimiter;
 };
+
+/**
+ * The provider builds the addresses it publishes and redirects to from the request's host and
+ * protocol; a client must not be able to choose them (Host, X-Forwarded-Host), and behind a TLS proxy
+ * the request arrives over http. So every request it sees says it came to APP_URL.
+ */
+function addressedToAppUrl(req: IncomingMessage): void {
+  const appUrl = new URL(getEnv().APP_URL);
+  req.headers.host = appUrl.host;
+  req.headers['x-forwarded-host'] = appUrl.host;
+  req.headers['x-forwarded-proto'] = appUrl.protocol.slice(0, -1);
+}
 
 /** Handles the request when it is an OAuth or discovery path and says so; false leaves it to Next.js. */
 export async function handleOAuthRequest(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
   const pathname = new URL(req.url ?? '/', 'http://localhost').pathname;
-  if (protectedResourcePaths.includes(pathname)) {
-    serveProtectedResourceMetadata(req, res);
+  const resource = resourceOfMetadataPath(pathname, getEnv().APP_URL);
+  if (resource) {
+    serveProtectedResourceMetadata(req, res, resource);
     return true;
   }
+  if (!discoveryPaths.has(pathname) && !pathname.startsWith('/oauth/')) return false;
+  addressedToAppUrl(req);
   const interaction = interactionPath.exec(pathname);
   if (interaction) {
     await (interaction[2] ? confirmConsent(req, res, interaction[1]) : continueInteraction(req, res, interaction[1]));
     return true;
   }
-  if (!discoveryPaths.has(pathname) && !pathname.startsWith('/oauth/')) return false;
-  if (pathname === oauthRoutes.registration && req.method === 'POST' && !checkRegistrationLimits(req, res)) return true;
   const provider = await getOAuthProvider();
   globalForHandler.__mcpTaskServerOAuthCallback ??= provider.callback();
   await globalForHandler.__mcpTaskServerOAuthCallback(req, res);
@@ -60,7 +72,7 @@ function redirect(res: ServerResponse, location: string): void {
   res.end();
 }
 
-function serveProtectedResourceMetadata(req: IncomingMessage, res: ServerResponse): void {
+function serveProtectedResourceMetadata(req: IncomingMessage, res: ServerResponse, resource: string): void {
   const cors = { 'Access-Control-Allow-Origin': '*', 'Access-Control-Allow-Methods': 'GET', 'Access-Control-Allow-Headers': '*' };
   if (req.method === 'OPTIONS') {
     res.writeHead(204, cors);
@@ -71,16 +83,7 @@ function serveProtectedResourceMetadata(req: IncomingMessage, res: ServerRespons
     sendJson(res, 405, { error: 'invalid_request', error_description: 'use GET' }, { Allow: 'GET, HEAD, OPTIONS' });
     return;
   }
-  sendJson(res, 200, protectedResourceMetadata(getEnv().APP_URL), { ...cors, 'Cache-Control': 'public, max-age=300' });
-}
-
-function checkRegistrationLimits(req: IncomingMessage, res: ServerResponse): boolean {
-  const env = getEnv();
-  const limiter = (globalForHandler.__mcpTaskServerRegistrationLimiter ??= new RegistrationLimiter(env.OAUTH_REGISTRATIONS_PER_HOUR));
-  const refusal = limiter.check(req);
-  if (!refusal) return true;
-  sendJson(res, refusal.status, { error: refusal.error, error_description: refusal.description }, refusal.headers);
-  return false;
+  sendJson(res, 200, protectedResourceMetadata(getEnv().APP_URL, resource), { ...cors, 'Cache-Control': 'public, max-age=300' });
 }
 
 /**

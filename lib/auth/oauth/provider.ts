@@ -1,16 +1,19 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
 import type Provider from 'oidc-provider';
 import { deleteConsentsOfGrant, deleteExpiredOAuthRecords, getConsent } from '@/db/queries/oauth';
 import { getUserById } from '@/db/queries/users';
+import { clientAddress } from '@/lib/auth/client-address';
 import { getServerSecret } from '@/lib/auth/secret';
 import { getEnv } from '@/lib/env';
 import { clientSecretMatches, SqliteAdapter } from './adapter';
 import { loadSigningKeys } from './keys';
 import { loopbackRedirectAllowed } from './loopback';
-import { mcpResource, mcpScope, oauthRoutes } from './metadata';
+import { audienceOfResource, mcpResource, mcpScope, oauthRoutes } from './metadata';
 import { renderOAuthErrorPage } from './error-page';
+import { RegistrationLimiter } from './registration-limits';
 import { signedInUserId } from './signed-in-user';
+import { showUnvettedClientErrorsHere } from './unvetted-clients';
 
 export type OAuthProvider = Provider;
 
@@ -38,6 +41,21 @@ async function createProvider(): Promise<Provider> {
   const env = getEnv();
   const resource = mcpResource(env.APP_URL);
   const privateHosts = new Set(env.oauthMetadataPrivateHosts);
+  const registrationLimiter = new RegistrationLimiter(env.OAUTH_REGISTRATIONS_PER_HOUR);
+
+  /**
+   * Runs inside the registration route, however its path was spelled (the library's router ignores
+   * case and a trailing slash), before the client is made: the size cap and the count per client
+   * address (the same address the sign-in throttle uses, which honours TRUST_PROXY).
+   */
+  const refuseRegistrationOverLimits = (ctx: KoaContextWithOIDC): void => {
+    const bodyBytes = ctx.request.length ?? Buffer.byteLength(JSON.stringify(ctx.oidc.body ?? {}));
+    const address = clientAddress(new Headers({ 'x-forwarded-for': ctx.get('x-forwarded-for') }));
+    const refusal = registrationLimiter.check(bodyBytes, address);
+    if (!refusal) return;
+    ctx.set(refusal.headers);
+    throw Object.assign(new errors.CustomOIDCProviderError(refusal.error, refusal.description), { status: refusal.status, statusCode: refusal.status });
+  };
 
   const policy = interactionPolicy.base();
   // The person signed in to the dashboard is the one who authorizes: the provider's own session must
@@ -52,7 +70,11 @@ async function createProvider(): Promise<Provider> {
   );
 
   const configuration: Configuration = {
-    adapter: SqliteAdapter,
+    adapter: (model: string) =>
+      new SqliteAdapter(model, {
+        reuseError: () => new errors.InvalidGrant('authorization code or refresh token already used'),
+        unusedClientTtlSeconds: env.OAUTH_UNUSED_CLIENT_TTL_SECONDS,
+      }),
     clients: [],
     jwks: { keys: loadSigningKeys() as NonNullable<Configuration['jwks']>['keys'] },
     cookies: { keys: cookieKeys() },
@@ -102,7 +124,15 @@ async function createProvider(): Promise<Provider> {
     // Cast: the published types (9.12) predate clientIdMetadataDocument, which the library (9.13) has.
     features: {
       devInteractions: { enabled: false },
-      registration: { enabled: true, initialAccessToken: false, issueRegistrationAccessToken: false },
+      registration: {
+        enabled: true,
+        initialAccessToken: false,
+        issueRegistrationAccessToken: false,
+        idFactory: (ctx: KoaContextWithOIDC) => {
+          refuseRegistrationOverLimits(ctx);
+          return randomBytes(16).toString('base64url');
+        },
+      },
       revocation: { enabled: true },
       introspection: { enabled: false },
       userinfo: { enabled: false },
@@ -114,10 +144,11 @@ async function createProvider(): Promise<Provider> {
         defaultResource: () => resource,
         useGrantedResource: () => true,
         getResourceServerInfo(_ctx, indicator) {
-          if (indicator !== resource) throw new errors.InvalidTarget(`the only resource here is ${resource}`);
+          const audience = audienceOfResource(indicator, env.APP_URL);
+          if (!audience) throw new errors.InvalidTarget(`the resources here are ${resource} and ${env.APP_URL}`);
           return {
             scope: mcpScope,
-            audience: resource,
+            audience,
             accessTokenTTL: env.OAUTH_ACCESS_TOKEN_TTL_SECONDS,
             accessTokenFormat: 'opaque',
           };
@@ -146,8 +177,9 @@ async function createProvider(): Promise<Provider> {
   };
 
   const provider = new ProviderClass(env.APP_URL, configuration);
-  // Behind a TLS proxy the app listens on http; the proxy's X-Forwarded-Proto says the request was https.
-  provider.proxy = env.APP_URL.startsWith('https:');
+  // The forwarded host and protocol it reads are APP_URL's, set by the node handler on every request.
+  provider.proxy = true;
+  showUnvettedClientErrorsHere(provider);
   const clientPrototype = provider.Client.prototype as {
     redirectUriAllowed(value: string): boolean;
     compareClientSecret(presented: string): boolean;

@@ -1,5 +1,3 @@
-import type { IncomingMessage } from 'node:http';
-
 /** A client's registration is a few hundred bytes; this leaves room for long names and many redirect URIs. */
 export const maxRegistrationBytes = 8 * 1024;
 const windowMs = 60 * 60 * 1000;
@@ -14,21 +12,18 @@ export interface Refusal {
 }
 
 /**
- * Limits on Dynamic Client Registration (RFC 7591 leaves them to the server): a body size cap, and a
- * number of registrations per hour from one address, counted in this process (a deployment of several
- * instances gets the limit once per instance).
+ * Limits on Dynamic Client Registration (RFC 7591 leaves them to the server): a size cap, and a
+ * number of registrations per hour from one client address, counted in this process (a deployment of
+ * several instances gets the limit once per instance).
  */
 export class RegistrationLimiter {
   private readonly windows = new Map<string, { startedAt: number; count: number }>();
 
   constructor(private readonly perHour: number) {}
 
-  check(req: IncomingMessage, now = Date.now()): Refusal | null {
-    const length = req.headers['content-length'];
-    if (length === undefined) {
-      return { status: 411, error: 'invalid_request', description: 'Content-Length is required', headers: {} };
-    }
-    if (!/^\d+$/.test(length) || Number(length) > maxRegistrationBytes) {
+  /** Null when a registration of `bodyBytes` from `address` may go ahead (and counts it), else why not. */
+  check(bodyBytes: number, address: string, now = Date.now()): Refusal | null {
+    if (bodyBytes > maxRegistrationBytes) {
       return {
         status: 413,
         error: 'invalid_client_metadata',
@@ -36,7 +31,6 @@ export class RegistrationLimiter {
         headers: {},
       };
     }
-    const address = req.socket.remoteAddress ?? 'unknown';
     let window = this.windows.get(address);
     if (!window || now - window.startedAt >= windowMs) {
       this.windows.delete(address);

@@ -6,8 +6,13 @@ import { requireUser } from '@/lib/auth/session';
 export const dynamic = 'force-dynamic';
 export const metadata = { title: 'Allow access? · MCP Task Server' };
 
+/**
+ * Serving a metadata document proves control of one URL, which anyone with a page on a shared host
+ * (raw.githubusercontent.com, a gist) or a look-alike domain has: the page names the client by that
+ * URL, whole, and vouches for nothing more.
+ */
 const identityText = {
-  metadata_document: (domain: string | null) => `Verified domain: ${domain} published this application's description, so it is who it says it is.`,
+  metadata_document: (clientId: string) => `Identified by the address of its description, ${clientId}. The name above is the application's own.`,
   dynamic: () => 'Self-asserted: the application registered itself here; its name is not verified.',
   preregistered: () => "Registered by this server's operator.",
 };
@@ -31,7 +36,7 @@ export default async function ConsentPage({ params }: { params: Promise<{ uid: s
         <div>
           <dt className="font-medium">Who it is</dt>
           <dd className="text-zinc-700 dark:text-zinc-300" data-testid="client-identity">
-            {identityText[request.registration](request.provenDomain)}
+            {identityText[request.registration](request.clientId)}
           </dd>
         </div>
         {request.redirectHost && (
@@ -39,6 +44,15 @@ export default async function ConsentPage({ params }: { params: Promise<{ uid: s
             <dt className="font-medium">Where you go back to</dt>
             <dd className="font-mono text-zinc-700 dark:text-zinc-300" data-testid="redirect-host">
               {request.redirectHost}
+            </dd>
+          </div>
+        )}
+        {request.redirectElsewhereThan && (
+          <div>
+            <dt className="font-medium text-amber-700 dark:text-amber-400">Check where you go back to</dt>
+            <dd className="text-amber-700 dark:text-amber-400" data-testid="redirect-warning">
+              It sends you back to {request.redirectHost ?? 'an address it did not name'}, not to {request.redirectElsewhereThan}, where its
+              description is. Allow only if you expected that.
             </dd>
           </div>
         )}

@@ -60,7 +60,7 @@ export async function setPassword(
   const passwordHash = await hashPassword(password.data);
   inTransaction(() => {
     setUserPasswordHash(user.id, passwordHash);
-    if (options.alsoTokensAndApps) endAllSessions(user.id, options);
+    if (options.alsoTokensAndApps) endTokensAndApps(user.id);
   });
   return { ok: true };
 }
@@ -73,10 +73,14 @@ export async function setPassword(
 export function endAllSessions(userId: string, options: { alsoTokensAndApps: boolean } = { alsoTokensAndApps: false }): void {
   inTransaction(() => {
     incrementUserSessionGeneration(userId);
-    if (!options.alsoTokensAndApps) return;
-    revokeAccessTokensByUserId(userId);
-    deleteOAuthGrantsByUserId(userId);
+    if (options.alsoTokensAndApps) endTokensAndApps(userId);
   });
+}
+
+/** Every personal access token and connected app of the user: no client keeps acting for them. */
+function endTokensAndApps(userId: string): void {
+  revokeAccessTokensByUserId(userId);
+  deleteOAuthGrantsByUserId(userId);
 }
 
 /**
@@ -90,6 +94,6 @@ export function linkAccountByProvenEmail(user: User, account: { provider: string
     insertLinkedAccount({ provider: account.provider, providerAccountId: account.providerAccountId, userId: user.id });
     if (user.passwordHash === null) return;
     removeUserPassword(user.id);
-    endAllSessions(user.id, { alsoTokensAndApps: true });
+    endTokensAndApps(user.id);
   });
 }

@@ -64,7 +64,7 @@ const accountAndAddressKey = (email: string, address: string) => `${accountKey(e
 /**
  * Counts one sign-in attempt: per address, per account from that address, and per account from all
  * addresses with a much higher ceiling, so that guessing from one place cannot lock the owner out.
- * A successful sign-in clears its account's counts (`forgetSignInAttempts`).
+ * A successful sign-in clears the account's count across addresses and its count from that address (`forgetSignInAttempts`).
  */
 export function throttleSignIn(input: { address: string; email: string }): Promise<ThrottleVerdict> {
   const { signInByIp, signInByAccountAndIp, signInByAccount } = limiters();

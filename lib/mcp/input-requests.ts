@@ -68,10 +68,14 @@ export function releaseGetStreamCopies(sessionId: string): string[] {
  * Copies the client has responded to, in any way (an answer, an error, a task of its own): they are
  * no longer outstanding on that client, so they are never withdrawn. Kept per session, in this process
  * (after a restart a withdrawal may name a copy that was answered before it), until the session ends.
+ * A client chooses the ids it answers with, so each session keeps only its latest ones.
  */
+const answeredCopiesKeptPerSession = 1000;
+
 export function markCopyAnswered(sessionId: string, requestId: string): void {
   const answered = copies.answered.get(sessionId) ?? new Set<string>();
   answered.add(requestId);
+  if (answered.size > answeredCopiesKeptPerSession) answered.delete(answered.values().next().value!);
   copies.answered.set(sessionId, answered);
 }
 

@@ -3,9 +3,10 @@ import type { SseStream } from './sse';
 
 /**
  * Long-lived streams outlive the request that checked their token, so revoking the token must end
- * them too: at once when this process revoked it (closeStreamsOfToken), and otherwise at the next
- * check of every token that has an open stream, once a second. That check reads the token's row, so a
- * revocation by another process (the token CLI, another instance) ends the streams within a second too.
+ * them too: at once when this process revoked it (the revoking action calls closeStreamsOfRevokedTokens),
+ * and otherwise at the next check of every token that has an open stream, once a second. That check
+ * reads the token's row, so a revocation by another process (the token CLI, another instance) ends the
+ * streams within a second too.
  */
 const tokenRecheckMs = 1000;
 
@@ -28,9 +29,11 @@ export function closeWhenTokenRevoked(stream: SseStream, tokenId: string): void 
   registry.timer ??= startChecking();
 }
 
-/** Ends every open stream of a token this process has just revoked. */
-export function closeStreamsOfToken(tokenId: string): void {
-  for (const stream of [...(registry.byToken.get(tokenId) ?? [])]) stream.close();
+/** Ends every open stream whose token is no longer active: called at once by what revokes tokens. */
+export function closeStreamsOfRevokedTokens(): void {
+  for (const [tokenId, streams] of [...registry.byToken]) {
+    if (!isAccessTokenActive(tokenId)) for (const stream of [...streams]) stream.close();
+  }
 }
 
 function forgetStream(stream: SseStream, tokenId: string): void {
@@ -44,11 +47,7 @@ function forgetStream(stream: SseStream, tokenId: string): void {
 }
 
 function startChecking(): ReturnType<typeof setInterval> {
-  const timer = setInterval(() => {
-    for (const tokenId of [...registry.byToken.keys()]) {
-      if (!isAccessTokenActive(tokenId)) closeStreamsOfToken(tokenId);
-    }
-  }, tokenRecheckMs);
+  const timer = setInterval(closeStreamsOfRevokedTokens, tokenRecheckMs);
   timer.unref?.();
   return timer;
 }

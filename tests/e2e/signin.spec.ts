@@ -1,6 +1,7 @@
 import type { Browser, BrowserContext } from '@playwright/test';
 import config from '../../playwright.config';
 import { expect, password, test, uniqueEmail } from '../fixtures';
+import { RawMcp } from '../helpers/mcp';
 import { startServer } from '../helpers/server';
 import { AuthPage } from '../pages/auth';
 import { TokensPage } from '../pages/tokens';
@@ -117,16 +118,10 @@ test('“Sign out everywhere” can revoke access tokens too, and says so before
   const tokens = new TokensPage(page);
   await tokens.goto();
   const token = await tokens.create('laptop client');
-  const mcpStatus = async () => {
-    const response = await fetch(server.mcpUrl, {
-      method: 'POST',
-      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
-    });
-    await response.body?.cancel();
-    return response.status;
-  };
-  expect(await mcpStatus()).not.toBe(401);
+  const client = new RawMcp(server.mcpUrl, token);
+  await client.initialize();
+  const stream = await client.openGetStream();
+  await stream.next();
 
   await page.getByRole('button', { name: 'Sign out everywhere' }).click();
   const confirm = page.getByRole('group', { name: 'Confirm: Sign out everywhere' });
@@ -134,7 +129,9 @@ test('“Sign out everywhere” can revoke access tokens too, and says so before
   await expect(confirm.getByText('Every client using them stops at once, and has to be given a new token or connected again.')).toBeVisible();
   await confirm.getByRole('button', { name: 'Sign out everywhere' }).click();
   await page.waitForURL(/\/signin/);
-  expect(await mcpStatus()).toBe(401);
+  // The client's open stream ends at once, not at the next periodic check of its token.
+  expect(await stream.next(1_000)).toBeNull();
+  expect((await client.request('ping')).status).toBe(401);
 });
 
 test('too many attempts: the sign-in and sign-up forms say how long to wait', async ({ page }) => {

@@ -3,7 +3,7 @@
 import { revalidatePath } from 'next/cache';
 import { z } from 'zod';
 import { issueAccessToken, revokeAccessToken } from '@/lib/auth/tokens';
-import { closeStreamsOfToken } from '@/lib/mcp/token-streams';
+import { closeStreamsOfRevokedTokens } from '@/lib/mcp/token-streams';
 import { formActionArguments, validatedActionWithUser } from '@/lib/validated-action';
 
 export type CreateTokenState = { token?: string; name?: string; error?: string };
@@ -34,7 +34,7 @@ export const revokeTokenAction = validatedActionWithUser(
   { signedOut: { error: sessionExpired } as { error?: string }, invalid: { error: notRevocable } as { error?: string } },
   async (user, tokenId): Promise<{ error?: string }> => {
     if (!revokeAccessToken(tokenId, user.id)) return { error: notRevocable };
-    closeStreamsOfToken(tokenId);
+    closeStreamsOfRevokedTokens();
     revalidatePath('/tokens');
     return {};
   },

@@ -14,9 +14,14 @@ const elicitCapable = { elicitation: { form: {} } };
 let server: TestServer;
 
 beforeAll(async () => {
-  // Every client holds a session and, while it waits, a stream: `npm run soak` has more per user than the default caps.
+  // Every client holds a session and, while it waits, a stream: `npm run soak` has more per user than the
+  // default caps. A hundred clients on two tokens also send more than a minute's requests in seconds:
+  // the rate limits (tested in abuse.test.ts) are off, so that every refusal here is a failure.
   const perUser = String(Math.max(100, clients));
   server = await startServer({
+    RATE_LIMIT_PER_TOKEN: '0',
+    RATE_LIMIT_PER_USER: '0',
+    RATE_LIMIT_TASK_OPERATIONS_PER_USER: '0',
     TASK_MAX_ACTIVE_PER_USER: '100000',
     TASK_POLL_INTERVAL_MS: '250',
     MCP_MAX_SESSIONS_PER_USER: perUser,

@@ -7,7 +7,7 @@ import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { test as base, expect, type Page } from '@playwright/test';
 import { password, uniqueEmail } from '../fixtures';
 import { HttpsDocumentServer } from '../helpers/https';
-import { RawMcp } from '../helpers/mcp';
+import { initializeWith, RawMcp } from '../helpers/mcp';
 import { MemoryOAuthClient, pkcePair, registerClient, tokenRequest } from '../helpers/oauth';
 import { startServer, type TestServer } from '../helpers/server';
 import { AuthPage } from '../pages/auth';
@@ -210,16 +210,6 @@ test('Disconnect ends the tokens and an open stream at once', async ({ page }) =
   expect(refreshed.body.error).toBe('invalid_grant');
 });
 
-async function mcpInitializeStatus(accessToken: string): Promise<number> {
-  const response = await fetch(server.mcpUrl, {
-    method: 'POST',
-    headers: { Authorization: `Bearer ${accessToken}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }),
-  });
-  await response.body?.cancel();
-  return response.status;
-}
-
 test('Disconnect also ends what was allowed in a second tab at the same time', async ({ page, context }) => {
   await signIn(page);
   const registered = await registerClient(server.url, { client_name: 'Client in two tabs', redirect_uris: [redirectUrl], token_endpoint_auth_method: 'none' });
@@ -246,14 +236,14 @@ test('Disconnect also ends what was allowed in a second tab at the same time', a
     expect(exchanged.status).toBe(200);
     issued.push(exchanged.body as { access_token: string; refresh_token: string });
   }
-  for (const tokens of issued) expect(await mcpInitializeStatus(tokens.access_token)).toBe(200);
+  for (const tokens of issued) expect((await initializeWith(server.mcpUrl, `Bearer ${tokens.access_token}`)).status).toBe(200);
 
   const apps = new ConnectedAppsPage(page, server.url);
   await apps.goto();
   await apps.disconnect('Client in two tabs');
   await expect(apps.row('Client in two tabs')).toHaveCount(0);
   for (const tokens of issued) {
-    expect(await mcpInitializeStatus(tokens.access_token)).toBe(401);
+    expect((await initializeWith(server.mcpUrl, `Bearer ${tokens.access_token}`)).status).toBe(401);
     const refreshed = await tokenRequest(server.url, { grant_type: 'refresh_token', client_id: clientId, refresh_token: tokens.refresh_token });
     expect(refreshed.body.error).toBe('invalid_grant');
   }

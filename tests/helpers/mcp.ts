@@ -80,11 +80,21 @@ export class SseReader {
     }
   }
 
+  /** Every event up to the end of the stream (the response ends a response stream). */
+  async readAll(timeoutMs?: number): Promise<SseEvent[]> {
+    const events: SseEvent[] = [];
+    for (let event = await this.next(timeoutMs); event; event = await this.next(timeoutMs)) events.push(event);
+    return events;
+  }
+
   /** Drops the stream; not awaited, since cancelling under a pending read can wait for the next chunk. */
   async close(): Promise<void> {
     void this.reader.cancel().catch(() => {});
   }
 }
+
+/** The JSON-RPC messages among events (priming events carry none). */
+export const messagesOf = (events: SseEvent[]) => events.filter((event) => event.data.trim() !== '').map((event) => JSON.parse(event.data));
 
 export interface RpcReply {
   status: number;
@@ -234,6 +244,30 @@ export async function connectSdk2Client(
       await client.close();
     },
   };
+}
+
+/**
+ * Sends a request, reads its priming event, and drops the stream, as a client that loses its
+ * connection; returns the priming event's id, to resume from.
+ */
+export async function callAndDrop(mcp: RawMcp, id: string | number, method: string, params: Record<string, unknown>): Promise<string> {
+  const controller = new AbortController();
+  const response = await mcp.post({ jsonrpc: '2.0', id, method, params }, {}, controller.signal);
+  const priming = await new SseReader(response).next();
+  controller.abort();
+  if (priming?.data !== '' || !priming.id) throw new Error(`expected a priming event with an id, got ${JSON.stringify(priming)}`);
+  return priming.id;
+}
+
+/** An initialize request with this Authorization header (none when empty): its status and headers, the body dropped. */
+export async function initializeWith(mcpUrl: string, authorization: string): Promise<{ status: number; headers: Headers }> {
+  const response = await fetch(mcpUrl, {
+    method: 'POST',
+    headers: { ...(authorization ? { Authorization: authorization } : {}), 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion, capabilities: {}, clientInfo: { name: 'status-probe', version: '1' } } }),
+  });
+  await response.body?.cancel();
+  return { status: response.status, headers: response.headers };
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

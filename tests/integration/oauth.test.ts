@@ -4,7 +4,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpsDocumentServer } from '../helpers/https';
-import { RawMcp } from '../helpers/mcp';
+import { initializeWith, RawMcp } from '../helpers/mcp';
 import { BrowserSession, pkcePair, registerClient, tokenRequest } from '../helpers/oauth';
 import { advanceClock, createToken, shiftedClockEnv, startServer, type TestServer } from '../helpers/server';
 import { bearerChallenge, parseWwwAuthenticate } from '../helpers/www-authenticate';
@@ -143,16 +143,11 @@ async function tokensFor(browser: BrowserSession, clientId: string) {
  * as a strict client parses it, so a malformed one fails the test.
  */
 async function mcpStatus(token: string, authorization = token ? `Bearer ${token}` : ''): Promise<{ status: number; challenge: Record<string, string> }> {
-  const response = await fetch(server.mcpUrl, {
-    method: 'POST',
-    headers: { ...(authorization ? { Authorization: authorization } : {}), 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }),
-  });
-  await response.body?.cancel();
-  const header = response.headers.get('www-authenticate');
-  if (response.status === 401 || response.status === 403) return { status: response.status, challenge: bearerChallenge(header) };
+  const { status, headers } = await initializeWith(server.mcpUrl, authorization);
+  const header = headers.get('www-authenticate');
+  if (status === 401 || status === 403) return { status, challenge: bearerChallenge(header) };
   expect(header).toBeNull();
-  return { status: response.status, challenge: {} };
+  return { status, challenge: {} };
 }
 
 beforeAll(async () => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectSdk2Client, RawMcp, SseReader, type SseEvent } from '../helpers/mcp';
+import { callAndDrop, connectSdk2Client, messagesOf, RawMcp, SseReader } from '../helpers/mcp';
 import { createToken, startServer, type TestServer } from '../helpers/server';
 
 /** Short, so that heartbeats can be watched without waiting 15 s; the checks are relative to it. */
@@ -38,25 +38,6 @@ const latestTaskOfClient = (clientName: string, toolName: string) =>
 
 async function waitForTaskStatus(taskId: string, status: string) {
   await expect.poll(() => taskRow(taskId)?.status, { timeout: 20_000 }).toBe(status);
-}
-
-/** Every event up to the end of the stream (the response ends a response stream). */
-async function readAll(reader: SseReader): Promise<SseEvent[]> {
-  const events: SseEvent[] = [];
-  for (let event = await reader.next(); event; event = await reader.next()) events.push(event);
-  return events;
-}
-
-const messagesOf = (events: SseEvent[]) => events.filter((event) => event.data.trim() !== '').map((event) => JSON.parse(event.data));
-
-/** Sends a request, reads its priming event, and drops the stream, as a client that loses its connection. */
-async function callAndDrop(mcp: RawMcp, id: string | number, method: string, params: Record<string, unknown>): Promise<string> {
-  const controller = new AbortController();
-  const response = await mcp.post({ jsonrpc: '2.0', id, method, params }, {}, controller.signal);
-  const priming = await new SseReader(response).next();
-  controller.abort();
-  expect(priming).toEqual({ id: expect.stringMatching(/:\d+$/), data: '' });
-  return priming!.id!;
 }
 
 function resume(mcp: RawMcp, lastEventId: string): Promise<SseReader> {
@@ -121,7 +102,7 @@ describe('a plain call of a task-capable tool', () => {
     const mcp = await rawSession();
     const response = await mcp.post({ jsonrpc: '2.0', id: 'plain-delay', method: 'tools/call', params: { name: 'delay', arguments: { seconds: 1.2 }, _meta: { progressToken: 'p1' } } });
     expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
-    const events = await readAll(new SseReader(response));
+    const events = await new SseReader(response).readAll();
     // A priming event (an id, no data) comes first, so the client can resume from the very start.
     expect(events[0]).toEqual({ id: expect.stringMatching(/^call:[0-9a-f-]{36}:\d+$/), data: '' });
     expect(events.every((event) => event.id !== undefined)).toBe(true);
@@ -162,14 +143,14 @@ describe('a plain call of a task-capable tool', () => {
     await waitForTaskStatus(taskId, 'completed');
 
     const resumed = await resume(mcp, firstProgress!.__eventId);
-    const rest = messagesOf(await readAll(resumed));
+    const rest = messagesOf(await resumed.readAll());
     expect(rest.at(-1)).toMatchObject({ id: 41, result: { content: [{ type: 'text', text: 'Waited 3 s.' }] } });
     // Only what came after the given id, and nothing of other streams.
     expect(rest.some((message) => message.method === 'notifications/progress' && message.params.progress === 0.5)).toBe(false);
     expect(rest.filter((message) => 'id' in message && !('method' in message))).toHaveLength(1);
 
     // From the priming event on, the whole stream is replayed.
-    const fromStart = messagesOf(await readAll(await resume(mcp, priming!.id!)));
+    const fromStart = messagesOf(await (await resume(mcp, priming!.id!)).readAll());
     expect(fromStart[0]).toMatchObject({ method: 'notifications/progress', params: { progressToken: 'drop', progress: 0.5 } });
     expect(fromStart.at(-1)).toMatchObject({ id: 41 });
   });
@@ -178,7 +159,7 @@ describe('a plain call of a task-capable tool', () => {
     const mcp = await rawSession();
     const primingId = await callAndDrop(mcp, 42, 'tools/call', { name: 'delay', arguments: { seconds: 2 } });
     const resumed = await resume(mcp, primingId);
-    const messages = messagesOf(await readAll(resumed));
+    const messages = messagesOf(await resumed.readAll());
     expect(messages.at(-1)).toMatchObject({ id: 42, result: { content: [{ type: 'text', text: 'Waited 2 s.' }] } });
   });
 
@@ -189,7 +170,7 @@ describe('a plain call of a task-capable tool', () => {
     const cancel = await mcp.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'to-cancel', reason: 'not needed' } });
     expect(cancel.status).toBe(202);
     await waitForTaskStatus(taskId, 'cancelled');
-    const resumed = messagesOf(await readAll(await resume(mcp, primingId)));
+    const resumed = messagesOf(await (await resume(mcp, primingId)).readAll());
     expect(resumed.filter((message) => message.id === 'to-cancel')).toEqual([]);
   });
 
@@ -200,7 +181,7 @@ describe('a plain call of a task-capable tool', () => {
     await reader.next();
     expect((await mcp.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'never-sent' } })).status).toBe(202);
     expect((await mcp.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: { not: 'an id' } } })).status).toBe(202);
-    const messages = messagesOf(await readAll(reader));
+    const messages = messagesOf(await reader.readAll());
     expect(messages.at(-1)).toMatchObject({ id: 'kept', result: { content: [{ type: 'text', text: 'Waited 1 s.' }] } });
   });
 
@@ -299,7 +280,7 @@ describe('a plain call of a task-capable tool', () => {
   it("never resumes another session's stream, nor another user's", async () => {
     const owner = await rawSession();
     const response = await owner.post({ jsonrpc: '2.0', id: 'mine', method: 'tools/call', params: { name: 'delay', arguments: { seconds: 0.5 } } });
-    const firstId = (await readAll(new SseReader(response)))[0].id!;
+    const firstId = (await new SseReader(response).readAll())[0].id!;
     for (const other of [await rawSession(createToken(server, 'eve@example.com')), await rawSession()]) {
       // An id of someone else's stream resumes nothing, not even the caller's own GET stream in its place.
       const headers = other.headers({ Accept: 'text/event-stream', 'Last-Event-ID': firstId });
@@ -330,7 +311,7 @@ describe('a POST response stream of tasks/result', () => {
     const mcp = await rawSession();
     const task = await mcp.startDelayTask(1.5);
     const primingId = await callAndDrop(mcp, 'result-1', 'tasks/result', { taskId: task.taskId });
-    const messages = messagesOf(await readAll(await resume(mcp, primingId)));
+    const messages = messagesOf(await (await resume(mcp, primingId)).readAll());
     expect(messages.at(-1)).toMatchObject({ id: 'result-1', result: { content: [{ type: 'text', text: 'Waited 1.5 s.' }] } });
   });
 });
@@ -341,7 +322,7 @@ describe('after a restart', () => {
     const primingId = await callAndDrop(mcp, 'survivor', 'tools/call', { name: 'delay', arguments: { seconds: 3 } });
     const taskId = latestTaskOfSession(mcp.sessionId!)!;
     await server.restart();
-    const messages = messagesOf(await readAll(await resume(mcp, primingId)));
+    const messages = messagesOf(await (await resume(mcp, primingId)).readAll());
     expect(messages.at(-1)).toMatchObject({ id: 'survivor', result: { content: [{ type: 'text', text: 'Waited 3 s.' }] } });
     expect(taskRow(taskId)?.status).toBe('completed');
   });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RawMcp, SseReader, type SseEvent } from '../helpers/mcp';
+import { messagesOf, RawMcp, SseReader } from '../helpers/mcp';
 import { createToken, startServer, type TestServer } from '../helpers/server';
 
 /** Short, so that a plain call's heartbeat (which carries the task's status) comes within a test. */
@@ -45,14 +45,6 @@ const sessionMessages = (sessionId: string) =>
     (row) => JSON.parse(row.message) as Record<string, any>,
   );
 
-async function readAll(reader: SseReader): Promise<SseEvent[]> {
-  const events: SseEvent[] = [];
-  for (let event = await reader.next(); event; event = await reader.next()) events.push(event);
-  return events;
-}
-
-const messagesOf = (events: SseEvent[]) => events.filter((event) => event.data.trim() !== '').map((event) => JSON.parse(event.data));
-
 async function waitForTaskStatus(taskId: string, status: string) {
   await expect.poll(() => taskRow(taskId)?.status, { timeout: 20_000 }).toBe(status);
 }
@@ -96,7 +88,7 @@ describe('a plain call names no task', () => {
       { jsonrpc: '2.0', id: 'plain', method: 'tools/call', params: { name: 'delay', arguments: { seconds: 1.2 }, _meta: { progressToken: 'p' } } },
       versionHeader(version),
     );
-    const messages = messagesOf(await readAll(new SseReader(response)));
+    const messages = messagesOf(await new SseReader(response).readAll());
     expect(messages.filter((message) => message.method === 'notifications/progress').length).toBeGreaterThan(0);
     const final = messages.at(-1);
     expect(final).toMatchObject({ id: 'plain', result: { content: [{ type: 'text', text: 'Waited 1.2 s.' }] } });
@@ -153,7 +145,7 @@ describe('2025-03-26 batches', () => {
     expect(question.params.message).toBe('Batched?');
     expect(question.params._meta?.[relatedTaskKey]).toBeUndefined();
     expect((await mcp.post({ jsonrpc: '2.0', id: question.id, result: { action: 'accept', content: { answer: 'yes' } } }, batchHeaders)).status).toBe(202);
-    const rest = messagesOf(await readAll(reader));
+    const rest = messagesOf(await reader.readAll());
     const responses = rest.flatMap((message) => (Array.isArray(message) ? message : [message])).filter((message) => !('method' in message));
     expect(responses).toEqual(
       expect.arrayContaining([

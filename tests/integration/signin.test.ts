@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { callServerAction, cookieHeader, setPassword as setPasswordWithCli, signIn as signInWithPassword } from '../helpers/dashboard';
+import { initializeWith } from '../helpers/mcp';
 import { createToken, startServer, type TestServer } from '../helpers/server';
 
 // Each sign-in hashes with scrypt at 128 MiB, and the CLIs start their own Node: slow on a busy machine.
@@ -46,19 +47,9 @@ function makeUser(email: string, password: string): string {
 
 /** Whether /mcp lets a bearer token in (an initialize it answers, rather than 401). */
 async function bearerAccepted(token: string): Promise<boolean> {
-  const response = await fetch(server.mcpUrl, {
-    method: 'POST',
-    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'initialize',
-      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'signin-test', version: '1' } },
-    }),
-  });
-  await response.body?.cancel();
-  expect([200, 401]).toContain(response.status);
-  return response.status === 200;
+  const { status } = await initializeWith(server.mcpUrl, `Bearer ${token}`);
+  expect([200, 401]).toContain(status);
+  return status === 200;
 }
 
 /** Presses "Sign out everywhere" the way the dashboard's button does: its server action, with this session. */

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RawMcp, SseReader, type SseEvent } from '../helpers/mcp';
+import { callAndDrop, messagesOf, RawMcp, SseReader } from '../helpers/mcp';
 import { createToken, startServer, type TestServer } from '../helpers/server';
 
 /** Short, so that messages age out and heartbeats come within a test; every check is relative to them. */
@@ -28,24 +28,6 @@ async function rawSession(capabilities: Record<string, unknown> = {}): Promise<R
   return mcp;
 }
 
-/** Sends a request, reads its priming event, and drops the stream, as a client that loses its connection. */
-async function callAndDrop(mcp: RawMcp, id: string | number, method: string, params: Record<string, unknown>): Promise<string> {
-  const controller = new AbortController();
-  const response = await mcp.post({ jsonrpc: '2.0', id, method, params }, {}, controller.signal);
-  const priming = await new SseReader(response).next();
-  controller.abort();
-  expect(priming?.data).toBe('');
-  return priming!.id!;
-}
-
-async function readAll(reader: SseReader, timeoutMs?: number): Promise<SseEvent[]> {
-  const events: SseEvent[] = [];
-  for (let event = await reader.next(timeoutMs); event; event = await reader.next(timeoutMs)) events.push(event);
-  return events;
-}
-
-const messagesOf = (events: SseEvent[]) => events.filter((event) => event.data.trim() !== '').map((event) => JSON.parse(event.data));
-
 /** A GET with Last-Event-ID, whatever its status. */
 function getWithLastEventId(mcp: RawMcp, lastEventId: string): Promise<Response> {
   const headers = mcp.headers({ Accept: 'text/event-stream', 'Last-Event-ID': lastEventId });
@@ -65,7 +47,7 @@ describe('Last-Event-ID', () => {
     // The GET stream's priming row ages out; the waiting call's rows must not.
     await expect.poll(() => server.db().prepare('SELECT count(*) AS n FROM session_messages WHERE session_id = ? AND stream IS NULL').get(mcp.sessionId), { timeout: 10_000 }).toEqual({ n: 0 });
     const resumed = await mcp.openGetStream(primingId);
-    const messages = messagesOf(await readAll(resumed));
+    const messages = messagesOf(await resumed.readAll());
     expect(messages.at(-1)).toMatchObject({ id: 'long', result: { content: [{ type: 'text', text: 'Waited 4 s.' }] } });
     // The live GET stream was not replaced by the resumed call.
     const taskId = (await mcp.startDelayTask(0)).taskId;
@@ -80,7 +62,7 @@ describe('Last-Event-ID', () => {
     const getStream = await mcp.openGetStream();
     await getStream.next();
     const response = await mcp.post({ jsonrpc: '2.0', id: 'short', method: 'tools/call', params: { name: 'delay', arguments: { seconds: 0.1 } } });
-    const ended = (await readAll(new SseReader(response)))[0].id!;
+    const ended = (await new SseReader(response).readAll())[0].id!;
     // An ended stream's rows age out like any others.
     await expect.poll(() => storedMessageCount(mcp.sessionId!), { timeout: 10_000 }).toBe(0);
     for (const lastEventId of [ended, `post:${crypto.randomUUID()}:1`, 'nonsense', '12']) {
@@ -145,7 +127,7 @@ describe('after a restart', () => {
     const task = await mcp.startDelayTask(3);
     const primingId = await callAndDrop(mcp, 'result-after-restart', 'tasks/result', { taskId: task.taskId });
     await server.restart();
-    const messages = messagesOf(await readAll(await mcp.openGetStream(primingId), 20_000));
+    const messages = messagesOf(await (await mcp.openGetStream(primingId)).readAll(20_000));
     expect(messages.at(-1)).toMatchObject({ id: 'result-after-restart', result: { content: [{ type: 'text', text: 'Waited 3 s.' }] } });
   });
 });

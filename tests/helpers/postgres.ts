@@ -10,8 +10,8 @@ export interface TestDatabase {
   /** A connection URL for a fresh, empty database that belongs to this test file alone. */
   url: string;
   name: string;
-  /** A connection URL to another database of the same server (for creating and dropping more). */
-  adminUrl: string;
+  /** Another fresh database on the same server, to be dropped before this one. */
+  createSibling(): Promise<TestDatabase>;
   /** Drops the database, and stops the server when it was started for it. */
   drop(): Promise<void>;
 }
@@ -38,7 +38,7 @@ async function createDatabaseOn(adminUrl: string, onDropped: () => Promise<void>
   return {
     url: urlForDatabase(adminUrl, name),
     name,
-    adminUrl,
+    createSibling: () => createDatabaseOn(adminUrl),
     drop: async () => {
       // FORCE: a connection a failed test left open must not keep the database alive.
       await withClient(adminUrl, (client) => client.query(`DROP DATABASE IF EXISTS ${client.escapeIdentifier(name)} WITH (FORCE)`));

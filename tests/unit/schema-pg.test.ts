@@ -5,8 +5,8 @@ import { describe, expect, it } from 'vitest';
 import * as sqliteSchema from '@/db/schema';
 import * as pgSchema from '@/db/schema.pg';
 
-const sqliteTables = Object.values(sqliteSchema).filter((value): value is SQLiteTable => is(value, SQLiteTable));
-const pgTables = Object.values(pgSchema).filter((value): value is PgTable => is(value, PgTable));
+const sqliteTables = (Object.values(sqliteSchema) as unknown[]).filter((value): value is SQLiteTable => is(value, SQLiteTable));
+const pgTables = (Object.values(pgSchema) as unknown[]).filter((value): value is PgTable => is(value, PgTable));
 
 /** The PostgreSQL types that hold every value of a SQLite storage class exactly. */
 const exactTypes: Record<string, string[]> = {
@@ -30,7 +30,7 @@ function shapeOf(config: ReturnType<typeof getPgTableConfig> | ReturnType<typeof
       .sort((a, b) => a.name.localeCompare(b.name)),
     indexes: config.indexes
       .map(({ config: index }) => ({ name: index.name, unique: index.unique, on: index.columns.map((column) => columnName(column as { name: string })) }))
-      .sort((a, b) => a.name.localeCompare(b.name)),
+      .sort((a, b) => String(a.name).localeCompare(String(b.name))),
     foreignKeys: config.foreignKeys
       .map((key) => {
         const reference = key.reference();

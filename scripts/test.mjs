@@ -272,9 +272,10 @@ if (process.argv.includes('--check-reports')) {
     runVitest('all', counts);
     // The integration suites again with /mcp served by Next's route handler (next start), the mount for
     // hosts that run only route handlers. The authorization server needs npm start's server, so its
-    // suite runs once.
+    // suite runs once; so does the database copy, which no mount serves.
     console.log('\nIntegration suites through the route handler (next start)...');
-    runVitest('route-handler', counts, ['tests/integration', '--exclude', 'tests/integration/oauth.test.ts'], { MCP_TEST_MOUNT: 'route-handler' });
+    const onceOnly = ['tests/integration/oauth.test.ts', 'tests/integration/db-copy.test.ts'].flatMap((file) => ['--exclude', file]);
+    runVitest('route-handler', counts, ['tests/integration', ...onceOnly], { MCP_TEST_MOUNT: 'route-handler' });
     runPlaywright(counts);
   }
 }

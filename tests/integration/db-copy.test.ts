@@ -158,7 +158,7 @@ beforeAll(async () => {
   database = await createTestDatabase();
   target = withPassword(database.url);
   secrets.push(new URL(target).password);
-  // npm start's server, on either pass: it alone serves the authorization server, and the copy is not about /mcp.
+  // npm start's server: it alone serves the authorization server, and the copy is not about /mcp (the file runs in one pass).
   const server = await startServer({ DATABASE_PATH: sqlitePath }, 'production-server');
   try {
     await makeData(server);

@@ -8,7 +8,7 @@ import { test as base, expect, type Page } from '@playwright/test';
 import { password, uniqueEmail } from '../fixtures';
 import { HttpsDocumentServer } from '../helpers/https';
 import { initializeWith, RawMcp } from '../helpers/mcp';
-import { MemoryOAuthClient, pkcePair, registerClient, tokenRequest } from '../helpers/oauth';
+import { MemoryOAuthClient, pkcePair, publicClientMetadata, registerClient, tokenRequest } from '../helpers/oauth';
 import { startServer, type TestServer } from '../helpers/server';
 import { AuthPage } from '../pages/auth';
 import { ConnectedAppsPage, ConsentPage } from '../pages/oauth';
@@ -142,14 +142,7 @@ test('the SDK client registers itself, the person signs in and allows, and its t
 
 test('the SDK client presents a Client ID Metadata Document: the consent page names it by its client_id', async ({ page }) => {
   const clientId = documents.url('/oauth/client.json');
-  documents.serve('/oauth/client.json', {
-    client_id: clientId,
-    client_name: 'Document client',
-    redirect_uris: [redirectUrl],
-    grant_types: ['authorization_code', 'refresh_token'],
-    response_types: ['code'],
-    token_endpoint_auth_method: 'none',
-  });
+  documents.serve('/oauth/client.json', { client_id: clientId, ...publicClientMetadata('Document client', redirectUrl) });
   await signIn(page);
 
   const oauth = new MemoryOAuthClient(redirectUrl, {}, clientId);

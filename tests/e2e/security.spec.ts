@@ -1,7 +1,7 @@
 import type { BrowserContext, Page, Request } from '@playwright/test';
 import { expect, password, test, uniqueEmail } from '../fixtures';
 import { RawMcp, SseReader } from '../helpers/mcp';
-import { pkcePair, registerClient } from '../helpers/oauth';
+import { pkcePair, publicClientMetadata, registerClient } from '../helpers/oauth';
 import { AuthPage } from '../pages/auth';
 import { ConsentPage } from '../pages/oauth';
 import { TasksPage } from '../pages/tasks';
@@ -56,13 +56,7 @@ test('signed-in pages, the consent page and the API carry the security headers t
 
   // The consent page, reached as a client sends a person there: a registered client's authorization request.
   const redirectUri = 'http://127.0.0.1:53682/callback';
-  const registered = await registerClient(server.url, {
-    client_name: 'Headers client',
-    redirect_uris: [redirectUri],
-    grant_types: ['authorization_code', 'refresh_token'],
-    response_types: ['code'],
-    token_endpoint_auth_method: 'none',
-  });
+  const registered = await registerClient(server.url, publicClientMetadata('Headers client', redirectUri));
   expect(registered.status).toBe(201);
   const authorization = new URL('/oauth/authorize', server.url);
   const params = {

@@ -19,14 +19,7 @@ export class MemoryOAuthClient implements OAuthClientProvider {
   ) {}
 
   get clientMetadata(): OAuthClientMetadata {
-    return {
-      client_name: 'SDK test client',
-      redirect_uris: [this.redirectUrl],
-      grant_types: ['authorization_code', 'refresh_token'],
-      response_types: ['code'],
-      token_endpoint_auth_method: 'none',
-      ...this.metadata,
-    };
+    return { ...publicClientMetadata('SDK test client', this.redirectUrl), ...this.metadata };
   }
 
   clientInformation() {
@@ -56,6 +49,17 @@ export class MemoryOAuthClient implements OAuthClientProvider {
 export function pkcePair(): { verifier: string; challenge: string } {
   const verifier = randomBytes(32).toString('base64url');
   return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
+}
+
+/** What a public client (a native or browser app: no secret, PKCE) registers or publishes. */
+export function publicClientMetadata(clientName: string, redirectUri: string) {
+  return {
+    client_name: clientName,
+    redirect_uris: [redirectUri],
+    grant_types: ['authorization_code', 'refresh_token'],
+    response_types: ['code'],
+    token_endpoint_auth_method: 'none',
+  };
 }
 
 export async function registerClient(baseUrl: string, metadata: Record<string, unknown>): Promise<Response> {

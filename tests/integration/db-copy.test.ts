@@ -8,7 +8,7 @@ import { CallToolResultSchema, ElicitRequestSchema } from '@modelcontextprotocol
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectSdkClient, RawMcp, sleep } from '../helpers/mcp';
-import { BrowserSession, pkcePair, registerClient, tokenRequest } from '../helpers/oauth';
+import { BrowserSession, pkcePair, publicClientMetadata, registerClient, tokenRequest } from '../helpers/oauth';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
 import { createToken, startServer, type TestServer } from '../helpers/server';
 
@@ -127,13 +127,7 @@ async function makeData(server: TestServer): Promise<void> {
     await sdk.close();
   }
 
-  const registered = await registerClient(server.url, {
-    client_name: 'Copy test app',
-    redirect_uris: [redirectUri],
-    grant_types: ['authorization_code', 'refresh_token'],
-    response_types: ['code'],
-    token_endpoint_auth_method: 'none',
-  });
+  const registered = await registerClient(server.url, publicClientMetadata('Copy test app', redirectUri));
   const { client_id: clientId } = (await registered.json()) as { client_id: string };
   const browser = new BrowserSession(server.url);
   await browser.signIn('ada@example.com', password);

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpsDocumentServer } from '../helpers/https';
 import { initializeWith, RawMcp } from '../helpers/mcp';
-import { BrowserSession, pkcePair, registerClient, tokenRequest } from '../helpers/oauth';
+import { BrowserSession, pkcePair, publicClientMetadata, registerClient, tokenRequest } from '../helpers/oauth';
 import { advanceClock, createToken, shiftedClockEnv, startServer, type TestServer } from '../helpers/server';
 import { bearerChallenge, parseWwwAuthenticate } from '../helpers/www-authenticate';
 
@@ -64,14 +64,7 @@ async function signedIn(email: string): Promise<BrowserSession> {
 }
 
 async function publicClient(extra: Record<string, unknown> = {}): Promise<string> {
-  const response = await registerClient(server.url, {
-    client_name: 'Raw test client',
-    redirect_uris: [redirectUri],
-    grant_types: ['authorization_code', 'refresh_token'],
-    response_types: ['code'],
-    token_endpoint_auth_method: 'none',
-    ...extra,
-  });
+  const response = await registerClient(server.url, { ...publicClientMetadata('Raw test client', redirectUri), ...extra });
   expect(response.status).toBe(201);
   const client = (await response.json()) as { client_id: string };
   rememberSecrets(client);

@@ -145,14 +145,19 @@ async function resultStream(mcp: RawMcp, id: string, taskId: string): Promise<Ss
   return new SseReader(await mcp.post({ jsonrpc: '2.0', id, method: 'tasks/result', params: { taskId } }));
 }
 
+/** The task a client says it made of our question: working, polled every 250 ms. */
+function workingClientTask(taskId: string) {
+  const now = new Date().toISOString();
+  return { taskId, status: 'working', createdAt: now, lastUpdatedAt: now, ttl: 60_000, pollInterval: 250 };
+}
+
 describe('questions to clients', () => {
   it('follows up a client task on the stream its question went on, and asks again when that task cannot be followed', async () => {
     const mcp = await rawSession({ elicitation: {}, tasks: { requests: { elicitation: { create: {} } } } });
     const taskId = await startAskHuman(mcp, 'Yours to track?');
     const reader = await resultStream(mcp, 'waiting', taskId);
     const question = await reader.nextMessageWhere((message) => message.method === 'elicitation/create');
-    const now = new Date().toISOString();
-    const clientTask = { taskId: 'client-task-1', status: 'working', createdAt: now, lastUpdatedAt: now, ttl: 60_000, pollInterval: 250 };
+    const clientTask = workingClientTask('client-task-1');
     expect((await answer(mcp, question.id, { task: clientTask })).status).toBe(202);
     // No GET stream is open: the follow-ups come on the tasks/result stream the client reads.
     for (let failures = 0; failures < 5; failures += 1) {
@@ -172,8 +177,7 @@ describe('questions to clients', () => {
     const taskId = await startAskHuman(mcp, 'Cancelled under you?');
     const reader = await resultStream(mcp, 'waiting', taskId);
     const question = await reader.nextMessageWhere((message) => message.method === 'elicitation/create');
-    const now = new Date().toISOString();
-    const clientTask = { taskId: 'client-task-3', status: 'working', createdAt: now, lastUpdatedAt: now, ttl: 60_000, pollInterval: 250 };
+    const clientTask = workingClientTask('client-task-3');
     expect((await answer(mcp, question.id, { task: clientTask })).status).toBe(202);
     const poll = await reader.nextMessageWhere((message) => message.method === 'tasks/get');
     expect((await answer(mcp, poll.id, clientTask)).status).toBe(202);
@@ -227,8 +231,7 @@ describe('a client task across a restart', () => {
     const controller = new AbortController();
     const reader = new SseReader(await mcp.post({ jsonrpc: '2.0', id: 'across', method: 'tasks/result', params: { taskId } }, {}, controller.signal));
     const question = await reader.nextMessageWhere((message) => message.method === 'elicitation/create');
-    const now = new Date().toISOString();
-    const clientTask = { taskId: 'client-task-2', status: 'working', createdAt: now, lastUpdatedAt: now, ttl: 60_000, pollInterval: 250 };
+    const clientTask = workingClientTask('client-task-2');
     expect((await answer(mcp, question.id, { task: clientTask })).status).toBe(202);
     const poll = await reader.nextMessageWhere((message) => message.method === 'tasks/get');
     expect((await answer(mcp, poll.id, clientTask)).status).toBe(202);

@@ -8,6 +8,7 @@
  * Servers run on loopback with temporary databases that are removed at the end. BENCH_ONLY=throughput,
  * alone or heavy runs one part.
  */
+import Database from 'better-sqlite3';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { RawMcp, SseReader } from '../tests/helpers/mcp';
@@ -62,7 +63,7 @@ function throughputTable(rows: ThroughputRow[]): string {
 
 /** Inserts `count` finished tasks for a user, with the columns db/schema.ts defines. */
 function seedTasks(server: TestServer, userId: string, count: number): void {
-  const db = server.db();
+  const db = new Database(server.dbPath);
   const columns = db.prepare(`PRAGMA table_info(tasks)`).all() as Array<{ name: string; notnull: number; dflt_value: unknown }>;
   const now = Date.now();
   const ttlMs = 24 * 60 * 60 * 1000;
@@ -104,6 +105,7 @@ function seedTasks(server: TestServer, userId: string, count: number): void {
     }
   });
   for (let from = 0; from < count; from += 50_000) batch(from, Math.min(count, from + 50_000));
+  db.close();
 }
 
 function latencyRow(name: string, samples: Samples): string[] {

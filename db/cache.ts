@@ -1,16 +1,20 @@
-import { getDb } from './client';
+import { getStore, type Store } from './client';
+import { subscribeNotifications } from './notify';
 
 /**
  * Bounded caches of rows that every request reads (a token's owner, a session), kept process-wide on
  * globalThis so that separately bundled code shares them.
  *
  * Staleness: the query functions that write these rows update or drop their entries at once, so this
- * process never serves what it has itself changed. A write by another connection (the token CLI, a
- * second process on the same SQLite file) changes SQLite's `data_version`, which empties every cache
- * before the next read (the counter is read at most once per clock millisecond: a write committed in
- * the millisecond of the last check is seen by the first read of the next one). When several instances share a database server instead (where no such
- * counter exists), an entry may be at most `maxAgeMs` old: a revocation made elsewhere takes effect
- * within that time.
+ * process never serves what it has itself changed. Other writers:
+ * - SQLite: a write by another connection (the token CLI, a second process on the same file) changes
+ *   SQLite's `data_version`, which empties every cache before the next read (the counter is read at
+ *   most once per clock millisecond: a write committed in the millisecond of the last check is seen by
+ *   the first read of the next one).
+ * - PostgreSQL: a trigger on each cached table announces every changed or deleted row at commit
+ *   (drizzle-pg/0001_row_change_notifications.sql); each instance drops that entry when the
+ *   notification arrives, milliseconds later. While the listening connection is down, an entry may be
+ *   at most `maxAgeMs` old; every cache is emptied when it comes back.
  */
 export class RowCache<K, V> {
   private readonly entries = new Map<K, { value: V; storedAt: number }>();
@@ -20,25 +24,30 @@ export class RowCache<K, V> {
     private readonly maxAgeMs: number,
   ) {}
 
-  /** The cached row, or what `load` reads (undefined is not cached: a missing row may appear). */
-  get(key: K, load: () => V | undefined): V | undefined {
+  /** The cached row while it is fresh enough; undefined sends the caller to the database. */
+  peek(key: K): V | undefined {
     dropCachesIfDatabaseChanged();
-    const now = Date.now();
     const hit = this.entries.get(key);
-    if (hit && now - hit.storedAt < this.maxAgeMs) {
-      // Re-inserting keeps the Map in least-recently-used order.
-      this.entries.delete(key);
-      this.entries.set(key, hit);
-      return hit.value;
-    }
-    const value = load();
-    if (value === undefined) {
+    if (!hit) return undefined;
+    if (Date.now() - hit.storedAt >= this.maxAgeMs) {
       this.entries.delete(key);
       return undefined;
     }
-    this.entries.set(key, { value, storedAt: now });
+    // Re-inserting keeps the Map in least-recently-used order.
+    this.entries.delete(key);
+    this.entries.set(key, hit);
+    return hit.value;
+  }
+
+  /** Keeps a row just read (undefined is not kept: a missing row may appear). */
+  set(key: K, value: V | undefined): void {
+    if (value === undefined) {
+      this.entries.delete(key);
+      return;
+    }
+    this.entries.delete(key);
+    this.entries.set(key, { value, storedAt: Date.now() });
     if (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value as K);
-    return value;
   }
 
   /** Changes a cached row in place after this process wrote the same change to the database. */
@@ -56,8 +65,14 @@ export class RowCache<K, V> {
   }
 }
 
+/** Which row changes drop entries: a changed row's key names the entry, or any change empties the cache. */
+export type InvalidatedBy = Record<string, 'key' | 'all'>;
+
 interface CacheRegistry {
   caches: Map<string, RowCache<unknown, unknown>>;
+  invalidatedBy: Map<string, InvalidatedBy>;
+  /** The PostgreSQL store whose row changes this process follows. */
+  following?: Store;
   dataVersion?: number;
   /** When data_version was last read (Date.now()). */
   checkedAt?: number;
@@ -65,21 +80,49 @@ interface CacheRegistry {
   readDataVersion?: () => number;
 }
 const globalForCaches = globalThis as unknown as { __mcpTaskServerRowCaches?: CacheRegistry };
-const registry: CacheRegistry = (globalForCaches.__mcpTaskServerRowCaches ??= { caches: new Map() });
+const registry: CacheRegistry = (globalForCaches.__mcpTaskServerRowCaches ??= { caches: new Map(), invalidatedBy: new Map() });
 
-/** The process's one cache of that name. */
-export function rowCache<K, V>(name: string, maxEntries: number, maxAgeMs: number): RowCache<K, V> {
+/**
+ * The process's one cache of that name. `invalidatedBy` names the tables (as PostgreSQL's triggers name
+ * them) whose row changes drop its entries.
+ */
+export function rowCache<K, V>(name: string, maxEntries: number, maxAgeMs: number, invalidatedBy: InvalidatedBy = {}): RowCache<K, V> {
   let cache = registry.caches.get(name);
   if (!cache) {
     cache = new RowCache<unknown, unknown>(maxEntries, maxAgeMs);
     registry.caches.set(name, cache);
+    registry.invalidatedBy.set(name, invalidatedBy);
   }
   return cache as RowCache<K, V>;
 }
 
+function followRowChanges(store: Extract<Store, { dialect: 'pg' }>): void {
+  registry.following = store;
+  const clearAll = () => {
+    for (const cache of registry.caches.values()) cache.clear();
+  };
+  clearAll();
+  subscribeNotifications(store, {
+    onPayload: (payload) => {
+      if (payload.k !== 'row' || typeof payload.table !== 'string') return;
+      for (const [name, tables] of registry.invalidatedBy) {
+        const how = tables[payload.table];
+        if (how === 'all') registry.caches.get(name)?.clear();
+        else if (how === 'key') registry.caches.get(name)?.delete(payload.key);
+      }
+    },
+    onReconnect: clearAll,
+  });
+}
+
 function dropCachesIfDatabaseChanged(): void {
+  const store = getStore();
+  if (store.dialect === 'pg') {
+    if (registry.following !== store) followRowChanges(store);
+    return;
+  }
   const now = Date.now();
-  const sqlite = getDb().$client;
+  const sqlite = store.sqlite;
   if (registry.checkedAt === now && registry.connection === sqlite) return;
   registry.checkedAt = now;
   if (registry.connection !== sqlite || !registry.readDataVersion) {

@@ -1,14 +1,29 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { drizzle, type BetterSQLite3Database } from 'drizzle-orm/better-sqlite3';
-import { migrate } from 'drizzle-orm/better-sqlite3/migrator';
+import { drizzle as drizzleSqlite, type BetterSQLite3Database } from 'drizzle-orm/better-sqlite3';
+import { migrate as migrateSqlite } from 'drizzle-orm/better-sqlite3/migrator';
+import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
+import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
+import pg from 'pg';
 import { getEnv } from '@/lib/env';
 import * as schema from './schema';
+import { closeNotifications } from './notify';
+import * as pgSchema from './schema.pg';
 
+/**
+ * The type every query is written against. On PostgreSQL the same builders run on the tables of
+ * db/schema.pg.ts, which have the same names, columns and TypeScript types (tests/unit/schema-pg.test.ts
+ * keeps the two in step); only db/run.ts executes them, the right way for each database.
+ */
 export type Db = BetterSQLite3Database<typeof schema> & { $client: Database.Database };
+export type Tables = typeof schema;
+export type Dialect = 'sqlite' | 'pg';
 
-const migrationsFolder = path.join(process.cwd(), 'drizzle');
+/** One open database: SQLite (one connection, synchronous) or a PostgreSQL pool. */
+export type Store =
+  | { dialect: 'sqlite'; db: Db; tables: Tables; sqlite: Database.Database; key: string }
+  | { dialect: 'pg'; db: Db; tables: Tables; pool: pg.Pool; migrated: boolean; migrating: Promise<void> | null; key: string };
 
 /**
  * Opens (creating the folder and file when needed) and migrates a database file. Queries read
@@ -24,8 +39,8 @@ export function openDatabase(databasePath: string): Db {
   sqlite.pragma('busy_timeout = 5000');
   // After a checkpoint the WAL shrinks back to this size instead of staying at its largest.
   sqlite.pragma('journal_size_limit = 67108864');
-  const db = drizzle(sqlite, { schema });
-  migrate(db, { migrationsFolder });
+  const db = drizzleSqlite(sqlite, { schema });
+  migrateSqlite(db, { migrationsFolder: path.join(process.cwd(), 'drizzle') });
   return db as Db;
 }
 
@@ -44,34 +59,92 @@ function createPrivateFile(databasePath: string): void {
   }
 }
 
-/**
- * The server's connection, opened on first use (never at build time) and cached on globalThis so that
- * dev reloads and separately bundled routes share it.
- */
-const globalForDb = globalThis as unknown as { __mcpTaskServerDb?: { path: string; db: Db } };
+/** Any number: all instances of this server agree on it, so one of them migrates while the others wait. */
+const MIGRATION_LOCK = 7_357_001;
 
-export function getDb(): Db {
-  const databasePath = getEnv().DATABASE_PATH;
-  const cached = globalForDb.__mcpTaskServerDb;
-  if (cached && cached.path === databasePath) return cached.db;
-  const db = openDatabase(databasePath);
-  globalForDb.__mcpTaskServerDb = { path: databasePath, db };
-  return db;
+/**
+ * Migrates a PostgreSQL database once however many instances start together: the first to take the
+ * advisory lock applies what is missing; the others wait for it, then find nothing left to do.
+ */
+export async function migratePostgres(pool: pg.Pool): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    try {
+      await migratePg(drizzlePg(client), { migrationsFolder: path.join(process.cwd(), 'drizzle-pg') });
+    } finally {
+      await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
+    }
+  } finally {
+    client.release();
+  }
+}
+
+/** PostgreSQL returns bigint columns and count(*) as strings; every one of ours fits a double exactly. */
+pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
+
+function openPostgres(url: string): Store {
+  const pool = new pg.Pool({ connectionString: url, max: getEnv().DATABASE_POOL_SIZE });
+  // An idle connection the server dropped is replaced on next use; the pool must not crash the process.
+  pool.on('error', (error) => console.error('PostgreSQL connection lost:', error.message));
+  const db = drizzlePg(pool, { schema: pgSchema }) as unknown as Db;
+  return { dialect: 'pg', db, tables: pgSchema as unknown as Tables, pool, migrated: false, migrating: null, key: url };
 }
 
 /**
- * A query built and prepared once per connection, for the statements every request runs: building a
- * drizzle query costs more than running it. Parameters are `sql.placeholder(name)`s.
+ * Resolves once the PostgreSQL schema is current. A database that is down at start is migrated on the
+ * first query after it is back: a failed attempt is forgotten, not kept as the answer.
  */
-export function preparedQuery<T>(build: (db: Db) => T): () => T {
-  const byConnection = new WeakMap<Db, T>();
-  return () => {
-    const db = getDb();
-    let query = byConnection.get(db);
-    if (query === undefined) {
-      query = build(db);
-      byConnection.set(db, query);
-    }
-    return query;
-  };
+export function postgresReady(store: Extract<Store, { dialect: 'pg' }>): Promise<void> {
+  store.migrating ??= migratePostgres(store.pool).then(
+    () => {
+      store.migrated = true;
+    },
+    (error: unknown) => {
+      store.migrating = null;
+      throw error;
+    },
+  );
+  return store.migrating;
+}
+
+/**
+ * The server's database, opened on first use (never at build time) and cached on globalThis so that
+ * dev reloads and separately bundled routes share it: PostgreSQL when DATABASE_URL is set, otherwise
+ * the SQLite file at DATABASE_PATH.
+ */
+const globalForDb = globalThis as unknown as { __mcpTaskServerStore?: Store };
+
+export function getStore(): Store {
+  const env = getEnv();
+  const key = env.DATABASE_URL ?? env.DATABASE_PATH;
+  const cached = globalForDb.__mcpTaskServerStore;
+  if (cached && cached.key === key) return cached;
+  let store: Store;
+  if (env.DATABASE_URL) {
+    store = openPostgres(env.DATABASE_URL);
+  } else {
+    const db = openDatabase(env.DATABASE_PATH);
+    store = { dialect: 'sqlite', db, tables: schema, sqlite: db.$client, key };
+  }
+  globalForDb.__mcpTaskServerStore = store;
+  return store;
+}
+
+/** The SQLite connection, for the few callers that are about the file itself (tests, the copy tool). */
+export function getDb(): Db {
+  return getStore().db;
+}
+
+/** Closes the database (tests, and a server that stops). */
+export async function closeStore(): Promise<void> {
+  const store = globalForDb.__mcpTaskServerStore;
+  if (!store) return;
+  globalForDb.__mcpTaskServerStore = undefined;
+  if (store.dialect === 'sqlite') {
+    store.sqlite.close();
+  } else {
+    await closeNotifications();
+    await store.pool.end();
+  }
 }

@@ -15,6 +15,12 @@ const envSchema = z
     PORT: z.coerce.number().int().min(1).max(65535).default(3000),
     HOST: z.string().min(1).default('127.0.0.1'),
     DATABASE_PATH: z.string().min(1).default('./data/app.db'),
+    // Set, it selects PostgreSQL (several instances may share it) and DATABASE_PATH is not used.
+    DATABASE_URL: z
+      .url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// or postgresql:// URL' })
+      .optional()
+      .or(z.literal('').transform(() => undefined)),
+    DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(100).default(10),
     APP_URL: z.url({ protocol: /^https?$/ }).optional(),
     ALLOWED_ORIGINS: z.string().default(''),
     MCP_MAX_BODY_BYTES: positiveInt(1024 * 1024),

@@ -8,7 +8,8 @@ import { logTaskEnds } from '@/lib/mcp/observe';
 import { clientLabel, forgetAnsweredCopies } from '@/lib/mcp/input-requests';
 import { closeAllStreams } from '@/lib/mcp/sse';
 import { SessionStreams } from '@/lib/mcp/session-streams';
-import { createInProcessBus, topics } from '@/lib/tasks/bus';
+import { createInProcessBus, topics, type EventBus } from '@/lib/tasks/bus';
+import { createSharedBus } from '@/lib/tasks/shared-bus';
 import { TaskEngine } from '@/lib/tasks/engine';
 
 export interface Runtime {
@@ -18,6 +19,9 @@ export interface Runtime {
 
 const globalForRuntime = globalThis as unknown as { __mcpTaskServerRuntime?: Runtime };
 
+/** This process, among the instances that share a database. */
+export const instanceId = crypto.randomUUID();
+
 /**
  * The one engine of this process, wired to its tools, its bus and the MCP session streams. Created on
  * first use; creating it recovers tasks a previous process left behind and starts the TTL sweeper.
@@ -26,7 +30,8 @@ const globalForRuntime = globalThis as unknown as { __mcpTaskServerRuntime?: Run
 export function getRuntime(): Runtime {
   if (globalForRuntime.__mcpTaskServerRuntime) return globalForRuntime.__mcpTaskServerRuntime;
   const env = getEnv();
-  const bus = createInProcessBus();
+  // Instances that share a PostgreSQL database hear each other's changes; one process alone needs no more.
+  const bus: EventBus = env.DATABASE_URL ? createSharedBus(instanceId) : createInProcessBus();
   const engine = new TaskEngine(
     {
       defaultTtlMs: env.TASK_DEFAULT_TTL_MS,
@@ -41,7 +46,11 @@ export function getRuntime(): Runtime {
     bus,
   );
   const streams = new SessionStreams(bus, env.CALL_HEARTBEAT_MS);
-  bus.subscribe(topics.allTasks, (event) => streams.notifyTaskEvents(event));
+  // What follows from a change (the session's status notification, the question relayed) is written once,
+  // by the instance where the change happened.
+  bus.subscribe(topics.allTasks, (event) => {
+    if (!event.remote) streams.notifyTaskEvents(event);
+  });
   logTaskEnds(bus);
   const runtime: Runtime = {
     engine,
@@ -57,37 +66,12 @@ export function getRuntime(): Runtime {
   };
   globalForRuntime.__mcpTaskServerRuntime = runtime;
 
-  const recovered = engine.recoverInterruptedTasks();
-  // Clients answering questions through tasks of their own are followed again.
-  for (const { input, sessionId } of engine.inputs.listFollowedByClientTasks()) {
-    const session = sessionId ? getMcpSessionById(sessionId) : undefined;
-    if (!session || !input.clientTaskId) continue;
-    followClientTask({
-      engine,
-      requests: streams.clientRequests,
-      sessionId: session.id,
-      userId: input.userId,
-      inputId: input.id,
-      clientTaskId: input.clientTaskId,
-      stream: streams.streamOfClientTask(session.id, input.clientTaskId),
-      label: clientLabel(session),
-    }).catch((error: unknown) => console.error(`Following the client's task ${JSON.stringify(input.clientTaskId)} failed`, error));
-  }
-  if (recovered.resumed + recovered.failed > 0) {
-    console.log(`Tasks interrupted by the last shutdown: ${recovered.resumed} resumed, ${recovered.failed} failed.`);
-  }
-  const sweep = () => {
-    try {
-      engine.sweepExpiredTasks();
-      deleteSessionMessagesOlderThan(Date.now() - env.SESSION_MESSAGE_RETENTION_MS);
-      for (const sessionId of endIdleMcpSessions(Date.now() - env.SESSION_IDLE_TIMEOUT_MS, streams.openSessionIds())) forgetAnsweredCopies(sessionId);
-      deleteEndedMcpSessions();
-    } catch (error) {
-      console.error('TTL sweep failed', error);
-    }
-  };
-  sweep();
-  setInterval(sweep, env.TASK_SWEEP_INTERVAL_MS).unref();
+  // Recovery, then the first sweep, run in the background: getRuntime stays synchronous. On SQLite each
+  // of their queries runs at once, so recovery is done before this process reads another request.
+  recover(engine, streams)
+    .catch((error: unknown) => console.error('Recovering interrupted tasks failed', error))
+    .finally(() => sweep(engine, streams, env));
+  setInterval(() => void sweep(engine, streams, env), env.TASK_SWEEP_INTERVAL_MS).unref();
   // Next.js shuts down gracefully, waiting for open responses; streams and long waits must end first.
   // Running tasks stop without a state change, so the next start resumes or fails them honestly.
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
@@ -98,4 +82,45 @@ export function getRuntime(): Runtime {
     });
   }
   return runtime;
+}
+
+/** Run once at start: resumes or fails interrupted tasks, and follows again the client tasks that answer questions. */
+async function recover(engine: TaskEngine, streams: SessionStreams): Promise<void> {
+  const recovered = await engine.recoverInterruptedTasks();
+  // Clients answering questions through tasks of their own are followed again.
+  for (const { input, sessionId } of await engine.inputs.listFollowedByClientTasks()) {
+    const session = sessionId ? await getMcpSessionById(sessionId) : undefined;
+    if (!session || !input.clientTaskId) continue;
+    followClientTask({
+      engine,
+      requests: streams.clientRequests,
+      sessionId: session.id,
+      userId: input.userId,
+      inputId: input.id,
+      clientTaskId: input.clientTaskId,
+      stream: await streams.streamOfClientTask(session.id, input.clientTaskId),
+      label: clientLabel(session),
+    }).catch((error: unknown) => console.error(`Following the client's task ${JSON.stringify(input.clientTaskId)} failed`, error));
+  }
+  if (recovered.resumed + recovered.failed > 0) {
+    console.log(`Tasks interrupted by the last shutdown: ${recovered.resumed} resumed, ${recovered.failed} failed.`);
+  }
+}
+
+let sweeping = false;
+
+/** Deletes expired tasks, old session messages and idle sessions; never rejects, and skips a turn while the last one runs. */
+async function sweep(engine: TaskEngine, streams: SessionStreams, env: ReturnType<typeof getEnv>): Promise<void> {
+  if (sweeping) return;
+  sweeping = true;
+  try {
+    await engine.sweepExpiredTasks();
+    await deleteSessionMessagesOlderThan(Date.now() - env.SESSION_MESSAGE_RETENTION_MS);
+    for (const sessionId of await endIdleMcpSessions(Date.now() - env.SESSION_IDLE_TIMEOUT_MS, streams.openSessionIds())) forgetAnsweredCopies(sessionId);
+    await deleteEndedMcpSessions();
+  } catch (error) {
+    console.error('TTL sweep failed', error);
+  } finally {
+    sweeping = false;
+  }
 }

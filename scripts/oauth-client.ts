@@ -6,6 +6,7 @@
  */
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { closeStore } from '@/db/client';
 import { deleteClient, preregisterClient } from '@/lib/auth/oauth/clients';
 
 const usage = `Usage:
@@ -32,7 +33,7 @@ async function main(): Promise<void> {
     fail(`${(error as Error).message}\n${usage}`);
   }
   if (values.delete) {
-    deleteClient(values.delete);
+    await deleteClient(values.delete);
     return;
   }
   const name = z.string().trim().min(1).max(200).safeParse(values.name);
@@ -47,4 +48,5 @@ async function main(): Promise<void> {
   }
 }
 
-void main();
+// A PostgreSQL pool would keep the process alive until its idle connections time out.
+void main().finally(() => closeStore());

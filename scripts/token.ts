@@ -8,6 +8,7 @@
  */
 import { createInterface } from 'node:readline/promises';
 import { parseArgs } from 'node:util';
+import { closeStore } from '@/db/client';
 import { createUser, getUserByEmail } from '@/db/queries/users';
 import { issueAccessToken, revokeClearToken } from '@/lib/auth/tokens';
 import { ConfigError } from '@/lib/env';
@@ -23,7 +24,7 @@ function fail(message: string): never {
   process.exit(2);
 }
 
-function create(args: string[]): void {
+async function create(args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
     options: { email: { type: 'string' }, name: { type: 'string' }, 'expires-in-days': { type: 'string' } },
@@ -37,8 +38,8 @@ function create(args: string[]): void {
     if (!Number.isFinite(days) || days <= 0) fail('--expires-in-days must be a positive number.');
     expiresAt = Date.now() + days * 24 * 60 * 60 * 1000;
   }
-  const user = getUserByEmail(email.data) ?? createUser({ email: email.data });
-  const { token } = issueAccessToken({ userId: user.id, name, expiresAt });
+  const user = (await getUserByEmail(email.data)) ?? (await createUser({ email: email.data }));
+  const { token } = await issueAccessToken({ userId: user.id, name, expiresAt });
   process.stdout.write(`${token}\n`);
 }
 
@@ -57,15 +58,17 @@ async function revoke(args: string[]): Promise<void> {
   const { values, positionals } = parseArgs({ args, options: { token: { type: 'string' } }, allowPositionals: true });
   const token = values.token ?? positionals[0] ?? (await readTokenFromStdin());
   if (!token) fail(`No token given: pass it on standard input or with --token.\n${usage}`);
-  if (!revokeClearToken(token)) fail('No such active token: it is unknown or already revoked.');
+  if (!(await revokeClearToken(token))) fail('No such active token: it is unknown or already revoked.');
   console.error('Token revoked.');
 }
 
 async function main(): Promise<void> {
   const [command, ...rest] = process.argv.slice(2);
-  if (command === 'create') create(rest);
+  if (command === 'create') await create(rest);
   else if (command === 'revoke') await revoke(rest);
   else fail(usage);
+  // A PostgreSQL pool would keep the process alive until its idle connections time out.
+  await closeStore();
 }
 
 main().catch((error: unknown) => {

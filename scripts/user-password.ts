@@ -5,6 +5,7 @@
  * Every browser session ends; with --end-tokens-and-apps, personal access tokens and connected apps too.
  */
 import { parseArgs } from 'node:util';
+import { closeStore } from '@/db/client';
 import { setPassword } from '@/lib/auth/accounts';
 
 async function readStdin(): Promise<string> {
@@ -35,4 +36,5 @@ async function main() {
   );
 }
 
-void main();
+// A PostgreSQL pool would keep the process alive until its idle connections time out.
+void main().finally(() => closeStore());

@@ -8,7 +8,9 @@ import fs from 'node:fs';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import path from 'node:path';
 import next from 'next';
-import { openDatabase } from '@/db/client';
+import pg from 'pg';
+import { migratePostgres, openDatabase } from '@/db/client';
+import { describePostgresError, describePostgresUrl } from '@/db/postgres-copy';
 import { normaliseForwardedFor } from '@/lib/auth/client-address';
 import { handleOAuthRequest } from '@/lib/auth/oauth/node-handler';
 import { getServerSecret } from '@/lib/auth/secret';
@@ -58,6 +60,27 @@ function isPath(req: IncomingMessage, pathname: string): boolean {
   return url === pathname || url.startsWith(`${pathname}?`);
 }
 
+/**
+ * Migrates the database before anything serves, so that a database that cannot be reached or migrated
+ * stops the start with a message instead of failing the first requests. PostgreSQL is migrated on a
+ * connection of its own, closed at once: the runtime opens its pool when it first queries.
+ */
+async function migrateDatabase(databaseUrl: string | undefined, databasePath: string): Promise<void> {
+  if (!databaseUrl) {
+    openDatabase(databasePath).$client.close();
+    return;
+  }
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 1 });
+  try {
+    await migratePostgres(pool);
+  } catch (error) {
+    console.error(`Could not migrate the PostgreSQL database ${describePostgresUrl(new URL(databaseUrl))}: ${describePostgresError(error)}`);
+    process.exit(1);
+  } finally {
+    await pool.end();
+  }
+}
+
 export async function main({ dev = false } = {}): Promise<void> {
   let env;
   try {
@@ -69,7 +92,7 @@ export async function main({ dev = false } = {}): Promise<void> {
     }
     throw error;
   }
-  openDatabase(env.DATABASE_PATH).$client.close();
+  await migrateDatabase(env.DATABASE_URL, env.DATABASE_PATH);
   process.env.NEXTAUTH_URL ||= env.APP_URL;
   process.env.NEXTAUTH_SECRET ||= getServerSecret();
 
@@ -112,7 +135,8 @@ export async function main({ dev = false } = {}): Promise<void> {
   // Thousands of clients may connect at once (each blocked on tasks/result holds a connection): a
   // long accept queue keeps a burst from being dropped (the kernel caps it at net.core.somaxconn).
   await new Promise<void>((resolve) => server.listen({ port: env.PORT, host: env.HOST, backlog: 65_535 }, resolve));
-  console.log(`MCP endpoint: ${env.APP_URL}/mcp   database: ${path.resolve(env.DATABASE_PATH)}`);
+  const database = env.DATABASE_URL ? describePostgresUrl(new URL(env.DATABASE_URL)) : path.resolve(env.DATABASE_PATH);
+  console.log(`MCP endpoint: ${env.APP_URL}/mcp   database: ${database}`);
 
   // The runtime's own SIGTERM/SIGINT listeners end streams and waits first; then open requests drain.
   const shutdown = () => {

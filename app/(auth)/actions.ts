@@ -30,8 +30,8 @@ export const signOutEverywhereAction = validatedActionWithUser(
   z.tuple([z.object({ alsoTokensAndApps: z.boolean() })]),
   { signedOut: { ok: false }, invalid: { ok: false } },
   async (user, choice): Promise<{ ok: boolean }> => {
-    endAllSessions(user.id, choice);
-    if (choice.alsoTokensAndApps) closeStreamsOfRevokedTokens();
+    await endAllSessions(user.id, choice);
+    if (choice.alsoTokensAndApps) await closeStreamsOfRevokedTokens();
     return { ok: true };
   },
 );

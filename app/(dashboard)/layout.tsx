@@ -9,7 +9,7 @@ import { getCurrentUser } from '@/lib/auth/session';
 export default async function DashboardLayout({ children }: { children: React.ReactNode }) {
   // Each page checks the session itself too; this only fills the header.
   const user = await getCurrentUser();
-  const waiting = user ? getRuntime().engine.inputs.countWaitingForUser(user.id) : 0;
+  const waiting = user ? await getRuntime().engine.inputs.countWaitingForUser(user.id) : 0;
   return (
     <div className="min-h-screen bg-zinc-50 dark:bg-zinc-950">
       <header className="border-b border-zinc-200 bg-white dark:border-zinc-800 dark:bg-zinc-900">

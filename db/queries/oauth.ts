@@ -1,201 +1,237 @@
-import { and, desc, eq, gt, isNull, lte, ne, or, sql } from 'drizzle-orm';
-import { getDb } from '../client';
-import { oauthConsents, oauthRecords, type ClientRegistration } from '../schema';
+import { and, desc, eq, gt, isNull, lte, ne, or, sql, type SQL } from 'drizzle-orm';
+import { changes, defineQuery, first, lock, rows, type Program, type QueryContext } from '../run';
+import type { ClientRegistration, oauthConsents, oauthRecords } from '../schema';
 
 export type OAuthRecord = typeof oauthRecords.$inferSelect;
 export type OAuthConsent = typeof oauthConsents.$inferSelect;
 
-const live = (now: number) => or(isNull(oauthRecords.expiresAt), gt(oauthRecords.expiresAt, now));
+const live = (q: QueryContext, now: number) => or(isNull(q.t.oauthRecords.expiresAt), gt(q.t.oauthRecords.expiresAt, now));
 
-export function upsertOAuthRecord(input: {
-  model: string;
-  idHash: string;
-  payload: Record<string, unknown>;
-  grantId: string | null;
-  uid: string | null;
-  expiresAt: number | null;
-  registeredVia?: string | null;
-}): void {
+export const upsertOAuthRecord = defineQuery(function* (
+  q,
+  input: {
+    model: string;
+    idHash: string;
+    payload: Record<string, unknown>;
+    grantId: string | null;
+    uid: string | null;
+    expiresAt: number | null;
+    registeredVia?: string | null;
+  },
+): Program<void> {
+  const { oauthRecords } = q.t;
   const { registeredVia, ...values } = input;
-  getDb()
-    .insert(oauthRecords)
-    .values({ ...values, registeredVia: registeredVia ?? null })
-    .onConflictDoUpdate({
-      target: [oauthRecords.model, oauthRecords.idHash],
-      set: { payload: values.payload, grantId: values.grantId, uid: values.uid, expiresAt: values.expiresAt },
-    })
-    .run();
-}
+  yield* changes(
+    q.db
+      .insert(oauthRecords)
+      .values({ ...values, registeredVia: registeredVia ?? null })
+      .onConflictDoUpdate({
+        target: [oauthRecords.model, oauthRecords.idHash],
+        set: { payload: values.payload, grantId: values.grantId, uid: values.uid, expiresAt: values.expiresAt },
+      }),
+  );
+});
 
 /** A record that has not expired. */
-export function findOAuthRecord(model: string, idHash: string, now = Date.now()): OAuthRecord | undefined {
-  return getDb()
-    .select()
-    .from(oauthRecords)
-    .where(and(eq(oauthRecords.model, model), eq(oauthRecords.idHash, idHash), live(now)))
-    .get();
-}
+export const findOAuthRecord = defineQuery(function* (q, model: string, idHash: string, now: number = Date.now()): Program<OAuthRecord | undefined> {
+  const { oauthRecords } = q.t;
+  return yield* first(
+    q.db
+      .select()
+      .from(oauthRecords)
+      .where(and(eq(oauthRecords.model, model), eq(oauthRecords.idHash, idHash), live(q, now))),
+  );
+});
 
-export function findOAuthRecordByUid(model: string, uid: string, now = Date.now()): OAuthRecord | undefined {
-  return getDb()
-    .select()
-    .from(oauthRecords)
-    .where(and(eq(oauthRecords.model, model), eq(oauthRecords.uid, uid), live(now)))
-    .get();
-}
+export const findOAuthRecordByUid = defineQuery(function* (q, model: string, uid: string, now: number = Date.now()): Program<OAuthRecord | undefined> {
+  const { oauthRecords } = q.t;
+  return yield* first(
+    q.db
+      .select()
+      .from(oauthRecords)
+      .where(and(eq(oauthRecords.model, model), eq(oauthRecords.uid, uid), live(q, now))),
+  );
+});
 
 /**
  * Marks a code or refresh token used, if nobody did first: false when another request (of this or
  * another instance) consumed it since it was read, which is a reuse.
  */
-export function consumeOAuthRecord(model: string, idHash: string, at: number): boolean {
+export const consumeOAuthRecord = defineQuery(function* (q, model: string, idHash: string, at: number): Program<boolean> {
+  const { oauthRecords } = q.t;
   return (
-    getDb()
-      .update(oauthRecords)
-      .set({ consumedAt: at })
-      .where(and(eq(oauthRecords.model, model), eq(oauthRecords.idHash, idHash), isNull(oauthRecords.consumedAt)))
-      .run().changes === 1
+    (yield* changes(
+      q.db
+        .update(oauthRecords)
+        .set({ consumedAt: at })
+        .where(and(eq(oauthRecords.model, model), eq(oauthRecords.idHash, idHash), isNull(oauthRecords.consumedAt))),
+    )) === 1
   );
-}
+});
 
-export function deleteOAuthRecord(model: string, idHash: string): void {
-  getDb()
-    .delete(oauthRecords)
-    .where(and(eq(oauthRecords.model, model), eq(oauthRecords.idHash, idHash)))
-    .run();
-}
+export const deleteOAuthRecord = defineQuery(function* (q, model: string, idHash: string): Program<void> {
+  const { oauthRecords } = q.t;
+  yield* changes(q.db.delete(oauthRecords).where(and(eq(oauthRecords.model, model), eq(oauthRecords.idHash, idHash))));
+});
 
-export function deleteOAuthRecordsOfModelAndGrant(model: string, grantId: string): void {
-  getDb()
-    .delete(oauthRecords)
-    .where(and(eq(oauthRecords.model, model), eq(oauthRecords.grantId, grantId)))
-    .run();
-}
+export const deleteOAuthRecordsOfModelAndGrant = defineQuery(function* (q, model: string, grantId: string): Program<void> {
+  const { oauthRecords } = q.t;
+  yield* changes(q.db.delete(oauthRecords).where(and(eq(oauthRecords.model, model), eq(oauthRecords.grantId, grantId))));
+});
 
 /** Deletes a grant's codes and tokens (every model that carries its id), the grant itself and the consent naming it. */
-export function revokeOAuthGrant(grantId: string, grantIdHash: string): void {
-  const db = getDb();
-  db.transaction((tx) => {
-    tx.delete(oauthRecords).where(eq(oauthRecords.grantId, grantId)).run();
-    tx.delete(oauthRecords)
-      .where(and(eq(oauthRecords.model, 'Grant'), eq(oauthRecords.idHash, grantIdHash)))
-      .run();
-    tx.delete(oauthConsents).where(eq(oauthConsents.grantId, grantId)).run();
-  });
-}
+export const revokeOAuthGrant = defineQuery(
+  function* (q, grantId: string, grantIdHash: string): Program<void> {
+    const { oauthRecords, oauthConsents } = q.t;
+    yield* changes(q.db.delete(oauthRecords).where(eq(oauthRecords.grantId, grantId)));
+    yield* changes(q.db.delete(oauthRecords).where(and(eq(oauthRecords.model, 'Grant'), eq(oauthRecords.idHash, grantIdHash))));
+    yield* changes(q.db.delete(oauthConsents).where(eq(oauthConsents.grantId, grantId)));
+  },
+  { transaction: 'immediate' },
+);
 
-const payloadField = (name: 'accountId' | 'clientId') => sql`json_extract(${oauthRecords.payload}, ${`$.${name}`})`;
+/**
+ * One top-level string field of a record's JSON payload. The key is one of two fixed names, written
+ * into the SQL as a literal (on PostgreSQL a bare parameter after ->> would be of ambiguous type).
+ */
+const payloadField = (q: QueryContext, name: 'accountId' | 'clientId'): SQL =>
+  q.dialect === 'pg'
+    ? sql`(cast(${q.t.oauthRecords.payload} as json) ->> ${sql.raw(`'${name}'`)})`
+    : sql`json_extract(${q.t.oauthRecords.payload}, ${`$.${name}`})`;
 
 /**
  * Disconnect: every grant of this person and client, with its codes and tokens (each carries both
  * ids), and the consent. Not only the grant the consent names: two authorizations allowed at the same
  * time may each have made one.
  */
-export function revokeOAuthGrantsOfUserAndClient(userId: string, clientId: string): void {
-  getDb().transaction((tx) => {
-    tx.delete(oauthRecords)
-      .where(and(ne(oauthRecords.model, 'Client'), eq(payloadField('accountId'), userId), eq(payloadField('clientId'), clientId)))
-      .run();
-    tx.delete(oauthConsents).where(and(eq(oauthConsents.userId, userId), eq(oauthConsents.clientId, clientId))).run();
-  });
-}
+export const revokeOAuthGrantsOfUserAndClient = defineQuery(
+  function* (q, userId: string, clientId: string): Program<void> {
+    const { oauthRecords, oauthConsents } = q.t;
+    yield* changes(
+      q.db
+        .delete(oauthRecords)
+        .where(and(ne(oauthRecords.model, 'Client'), eq(payloadField(q, 'accountId'), userId), eq(payloadField(q, 'clientId'), clientId))),
+    );
+    yield* changes(q.db.delete(oauthConsents).where(and(eq(oauthConsents.userId, userId), eq(oauthConsents.clientId, clientId))));
+  },
+  { transaction: 'immediate' },
+);
 
 /** A client, and every grant, code and token issued to it, and every consent to it. */
-export function deleteOAuthClientAndGrants(clientId: string, clientIdHash: string): void {
-  getDb().transaction((tx) => {
-    tx.delete(oauthRecords).where(and(eq(oauthRecords.model, 'Client'), eq(oauthRecords.idHash, clientIdHash))).run();
-    tx.delete(oauthRecords).where(eq(payloadField('clientId'), clientId)).run();
-    tx.delete(oauthConsents).where(eq(oauthConsents.clientId, clientId)).run();
-  });
-}
+export const deleteOAuthClientAndGrants = defineQuery(
+  function* (q, clientId: string, clientIdHash: string): Program<void> {
+    const { oauthRecords, oauthConsents } = q.t;
+    yield* changes(q.db.delete(oauthRecords).where(and(eq(oauthRecords.model, 'Client'), eq(oauthRecords.idHash, clientIdHash))));
+    yield* changes(q.db.delete(oauthRecords).where(eq(payloadField(q, 'clientId'), clientId)));
+    yield* changes(q.db.delete(oauthConsents).where(eq(oauthConsents.clientId, clientId)));
+  },
+  { transaction: 'immediate' },
+);
 
 /** A registered client a person has allowed is kept; until then it expires (see the adapter). */
-export function markOAuthClientUsed(clientIdHash: string): void {
-  getDb()
-    .update(oauthRecords)
-    .set({ expiresAt: null })
-    .where(and(eq(oauthRecords.model, 'Client'), eq(oauthRecords.idHash, clientIdHash)))
-    .run();
-}
+export const markOAuthClientUsed = defineQuery(function* (q, clientIdHash: string): Program<void> {
+  const { oauthRecords } = q.t;
+  yield* changes(
+    q.db
+      .update(oauthRecords)
+      .set({ expiresAt: null })
+      .where(and(eq(oauthRecords.model, 'Client'), eq(oauthRecords.idHash, clientIdHash))),
+  );
+});
 
-export function deleteExpiredOAuthRecords(now: number): number {
-  return getDb().delete(oauthRecords).where(lte(oauthRecords.expiresAt, now)).run().changes;
-}
+export const deleteExpiredOAuthRecords = defineQuery(function* (q, now: number): Program<number> {
+  const { oauthRecords } = q.t;
+  return yield* changes(q.db.delete(oauthRecords).where(lte(oauthRecords.expiresAt, now)));
+});
 
-export function upsertConsent(input: {
-  userId: string;
-  clientId: string;
-  clientName: string | null;
-  registration: ClientRegistration;
-  redirectHost: string | null;
-  grantId: string;
-  scope: string;
-  allowedAt: number;
-}): { replacedGrantId: string | null } {
-  return getDb().transaction((tx) => {
-    const previous = tx
-      .select({ grantId: oauthConsents.grantId })
-      .from(oauthConsents)
-      .where(and(eq(oauthConsents.userId, input.userId), eq(oauthConsents.clientId, input.clientId)))
-      .get();
-    tx.insert(oauthConsents)
-      .values({ id: crypto.randomUUID(), ...input })
-      .onConflictDoUpdate({
-        target: [oauthConsents.userId, oauthConsents.clientId],
-        set: {
-          clientName: input.clientName,
-          redirectHost: input.redirectHost,
-          grantId: input.grantId,
-          scope: input.scope,
-          allowedAt: input.allowedAt,
-        },
-      })
-      .run();
+export const upsertConsent = defineQuery(
+  function* (
+    q,
+    input: {
+      userId: string;
+      clientId: string;
+      clientName: string | null;
+      registration: ClientRegistration;
+      redirectHost: string | null;
+      grantId: string;
+      scope: string;
+      allowedAt: number;
+    },
+  ): Program<{ replacedGrantId: string | null }> {
+    const { oauthConsents } = q.t;
+    // Two consents to one client at once must each see the other's grant as the one they replace.
+    yield* lock(q, `oauth-consent:${input.userId}:${input.clientId}`);
+    const previous = yield* first(
+      q.db
+        .select({ grantId: oauthConsents.grantId })
+        .from(oauthConsents)
+        .where(and(eq(oauthConsents.userId, input.userId), eq(oauthConsents.clientId, input.clientId))),
+    );
+    yield* changes(
+      q.db
+        .insert(oauthConsents)
+        .values({ id: crypto.randomUUID(), ...input })
+        .onConflictDoUpdate({
+          target: [oauthConsents.userId, oauthConsents.clientId],
+          set: {
+            clientName: input.clientName,
+            redirectHost: input.redirectHost,
+            grantId: input.grantId,
+            scope: input.scope,
+            allowedAt: input.allowedAt,
+          },
+        }),
+    );
     return { replacedGrantId: previous && previous.grantId !== input.grantId ? previous.grantId : null };
-  });
-}
+  },
+  { transaction: 'immediate' },
+);
 
-export function getConsent(userId: string, clientId: string): OAuthConsent | undefined {
-  return getDb()
-    .select()
-    .from(oauthConsents)
-    .where(and(eq(oauthConsents.userId, userId), eq(oauthConsents.clientId, clientId)))
-    .get();
-}
+export const getConsent = defineQuery(function* (q, userId: string, clientId: string): Program<OAuthConsent | undefined> {
+  const { oauthConsents } = q.t;
+  return yield* first(
+    q.db
+      .select()
+      .from(oauthConsents)
+      .where(and(eq(oauthConsents.userId, userId), eq(oauthConsents.clientId, clientId))),
+  );
+});
 
-export function getConsentById(id: string, userId: string): OAuthConsent | undefined {
-  return getDb()
-    .select()
-    .from(oauthConsents)
-    .where(and(eq(oauthConsents.id, id), eq(oauthConsents.userId, userId)))
-    .get();
-}
+export const getConsentById = defineQuery(function* (q, id: string, userId: string): Program<OAuthConsent | undefined> {
+  const { oauthConsents } = q.t;
+  return yield* first(
+    q.db
+      .select()
+      .from(oauthConsents)
+      .where(and(eq(oauthConsents.id, id), eq(oauthConsents.userId, userId))),
+  );
+});
 
-export function listConsentsByUserId(userId: string): OAuthConsent[] {
-  return getDb()
-    .select()
-    .from(oauthConsents)
-    .where(eq(oauthConsents.userId, userId))
-    .orderBy(desc(oauthConsents.allowedAt))
-    .all();
-}
+export const listConsentsByUserId = defineQuery(function* (q, userId: string): Program<OAuthConsent[]> {
+  const { oauthConsents } = q.t;
+  return yield* rows(q.db.select().from(oauthConsents).where(eq(oauthConsents.userId, userId)).orderBy(desc(oauthConsents.allowedAt)));
+});
 
-export function markConsentUsed(grantId: string, at: number): void {
-  getDb().update(oauthConsents).set({ lastUsedAt: at }).where(eq(oauthConsents.grantId, grantId)).run();
-}
+export const markConsentUsed = defineQuery(function* (q, grantId: string, at: number): Program<void> {
+  const { oauthConsents } = q.t;
+  yield* changes(q.db.update(oauthConsents).set({ lastUsedAt: at }).where(eq(oauthConsents.grantId, grantId)));
+});
 
-export function deleteConsentsOfGrant(grantId: string): void {
-  getDb().delete(oauthConsents).where(eq(oauthConsents.grantId, grantId)).run();
-}
+export const deleteConsentsOfGrant = defineQuery(function* (q, grantId: string): Program<void> {
+  const { oauthConsents } = q.t;
+  yield* changes(q.db.delete(oauthConsents).where(eq(oauthConsents.grantId, grantId)));
+});
 
 /**
  * Every grant of one person with its codes and tokens, their authorization-server sessions and their
  * consents (Connected apps): what ends when all their access ends. Each of those records carries the
  * person as `accountId`.
  */
-export function deleteOAuthGrantsByUserId(userId: string): void {
-  getDb().transaction((tx) => {
-    tx.delete(oauthRecords).where(and(ne(oauthRecords.model, 'Client'), eq(payloadField('accountId'), userId))).run();
-    tx.delete(oauthConsents).where(eq(oauthConsents.userId, userId)).run();
-  });
-}
+export const deleteOAuthGrantsByUserId = defineQuery(
+  function* (q, userId: string): Program<void> {
+    const { oauthRecords, oauthConsents } = q.t;
+    yield* changes(q.db.delete(oauthRecords).where(and(ne(oauthRecords.model, 'Client'), eq(payloadField(q, 'accountId'), userId))));
+    yield* changes(q.db.delete(oauthConsents).where(eq(oauthConsents.userId, userId)));
+  },
+  { transaction: 'immediate' },
+);

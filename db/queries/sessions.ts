@@ -1,299 +1,399 @@
-import { and, asc, count, desc, eq, exists, gt, inArray, isNotNull, isNull, lt, max, notInArray, or, sql } from 'drizzle-orm';
-import { alias, type SQLiteColumn } from 'drizzle-orm/sqlite-core';
+import { and, asc, count, desc, eq, exists, gt, inArray, isNotNull, isNull, lt, max, notInArray, or, sql, type Column, type SQL } from 'drizzle-orm';
+import { alias as pgAlias } from 'drizzle-orm/pg-core';
+import { alias as sqliteAlias } from 'drizzle-orm/sqlite-core';
 import { rowCache } from '../cache';
-import { getDb, preparedQuery } from '../client';
-import { mcpSessions, sessionMessages } from '../schema';
+import { changes, defineQuery, first, lock, preparedQuery, rows, type Program, type QueryContext } from '../run';
+import type { mcpSessions } from '../schema';
 
 export type McpSession = typeof mcpSessions.$inferSelect;
 
-export function createMcpSession(input: Omit<McpSession, 'createdAt' | 'lastSeenAt' | 'endedAt' | 'logLevel'>): McpSession {
+/**
+ * A value inside a JSON text column, at a fixed path of object keys (constants of this file, never
+ * input). As text on PostgreSQL (`#>>`: null when absent or JSON null, as json_extract is on SQLite),
+ * for IS NULL tests and comparisons with strings.
+ */
+function jsonText(q: QueryContext, column: Column, path: readonly string[]): SQL {
+  return q.dialect === 'pg'
+    ? sql`(cast(${column} as json) #>> ${sql.raw(`'{${path.join(',')}}'`)})`
+    : sql`json_extract(${column}, ${sql.raw(`'$.${path.join('.')}'`)})`;
+}
+
+/** The same value as a JSON number or string where it is one (PostgreSQL's `json` comes back parsed). */
+function jsonValue(q: QueryContext, column: Column, path: readonly string[]): SQL {
+  return q.dialect === 'pg'
+    ? sql`(cast(${column} as json) #> ${sql.raw(`'{${path.join(',')}}'`)})`
+    : sql`json_extract(${column}, ${sql.raw(`'$.${path.join('.')}'`)})`;
+}
+
+/**
+ * Whether the JSON value at the path equals `value`, type included (a number never equals the string
+ * of its digits), as SQLite compares json_extract's result with a bound string or number.
+ */
+function jsonEquals(q: QueryContext, column: Column, path: readonly string[], value: string | number): SQL {
+  return q.dialect === 'pg'
+    ? sql`cast(${jsonValue(q, column, path)} as jsonb) = cast(${JSON.stringify(value)} as jsonb)`
+    : sql`${jsonValue(q, column, path)} = ${value}`;
+}
+
+export const createMcpSession = defineQuery(function* (
+  q,
+  input: Omit<McpSession, 'createdAt' | 'lastSeenAt' | 'endedAt' | 'logLevel'>,
+): Program<McpSession> {
+  const { mcpSessions } = q.t;
   const now = Date.now();
-  return getDb()
-    .insert(mcpSessions)
-    .values({ ...input, createdAt: now, lastSeenAt: now })
-    .returning()
-    .all()[0];
-}
+  const [session] = yield* rows(
+    q.db
+      .insert(mcpSessions)
+      .values({ ...input, createdAt: now, lastSeenAt: now })
+      .returning(),
+  );
+  return session;
+});
 
-const selectSessionById = preparedQuery((db) => db.select().from(mcpSessions).where(eq(mcpSessions.id, sql.placeholder('id'))).prepare());
+const selectSessionById = preparedQuery((q) => q.db.select().from(q.t.mcpSessions).where(eq(q.t.mcpSessions.id, sql.placeholder('id'))));
 /** Every request reads its session; see RowCache for how stale an entry may be. */
-const sessionsById = rowCache<string, McpSession>('mcp-sessions-by-id', 10_000, 5_000);
+const sessionsById = rowCache<string, McpSession>('mcp-sessions-by-id', 10_000, 5_000, { mcp_sessions: 'key' });
 
-export function getMcpSessionById(id: string): McpSession | undefined {
-  return sessionsById.get(id, () => selectSessionById().get({ id }));
-}
+export const getMcpSessionById = defineQuery(function* (q, id: string): Program<McpSession | undefined> {
+  const hit = sessionsById.peek(id);
+  if (hit !== undefined) return hit;
+  const session = yield* first(selectSessionById(q), { id });
+  sessionsById.set(id, session);
+  return session;
+});
 
 /** Notes that a session is in use; written at most once a minute per session. */
-export function touchMcpSession(id: string, now: number): void {
-  getDb().update(mcpSessions).set({ lastSeenAt: now }).where(eq(mcpSessions.id, id)).run();
+export const touchMcpSession = defineQuery(function* (q, id: string, now: number): Program<void> {
+  const { mcpSessions } = q.t;
+  yield* changes(q.db.update(mcpSessions).set({ lastSeenAt: now }).where(eq(mcpSessions.id, id)));
   sessionsById.update(id, (session) => ({ ...session, lastSeenAt: now }));
-}
+});
 
 /** Stores the log level the session's client asked for (an ended session keeps what it had). */
-export function setMcpSessionLogLevel(id: string, logLevel: string): void {
-  getDb()
-    .update(mcpSessions)
-    .set({ logLevel })
-    .where(and(eq(mcpSessions.id, id), isNull(mcpSessions.endedAt)))
-    .run();
+export const setMcpSessionLogLevel = defineQuery(function* (q, id: string, logLevel: string): Program<void> {
+  const { mcpSessions } = q.t;
+  yield* changes(
+    q.db
+      .update(mcpSessions)
+      .set({ logLevel })
+      .where(and(eq(mcpSessions.id, id), isNull(mcpSessions.endedAt))),
+  );
   sessionsById.update(id, (session) => ({ ...session, logLevel }));
-}
+});
 
 /** Ends the sessions nobody has used since `cutoff`, except those listed (they have a stream open). */
-export function endIdleMcpSessions(cutoff: number, keep: string[]): string[] {
-  return getDb().transaction((tx) => {
-    const ended = tx
-      .update(mcpSessions)
-      .set({ endedAt: Date.now() })
-      .where(and(isNull(mcpSessions.endedAt), lt(mcpSessions.lastSeenAt, cutoff), keep.length > 0 ? notInArray(mcpSessions.id, keep) : undefined))
-      .returning({ id: mcpSessions.id })
-      .all()
-      .map((row) => row.id);
-    if (ended.length > 0) tx.delete(sessionMessages).where(inArray(sessionMessages.sessionId, ended)).run();
+export const endIdleMcpSessions = defineQuery(
+  function* (q, cutoff: number, keep: string[]): Program<string[]> {
+    const { mcpSessions, sessionMessages } = q.t;
+    const ended = (yield* rows(
+      q.db
+        .update(mcpSessions)
+        .set({ endedAt: Date.now() })
+        .where(and(isNull(mcpSessions.endedAt), lt(mcpSessions.lastSeenAt, cutoff), keep.length > 0 ? notInArray(mcpSessions.id, keep) : undefined))
+        .returning({ id: mcpSessions.id }),
+    )).map((row) => row.id);
+    if (ended.length > 0) yield* changes(q.db.delete(sessionMessages).where(inArray(sessionMessages.sessionId, ended)));
     for (const sessionId of ended) sessionsById.delete(sessionId);
     return ended;
-  });
-}
+  },
+  { transaction: 'immediate' },
+);
 
-const countLiveSessionsByUserId = preparedQuery((db) =>
-  db
+const countLiveSessionsByUserId = preparedQuery((q) =>
+  q.db
     .select({ live: count() })
-    .from(mcpSessions)
-    .where(and(eq(mcpSessions.userId, sql.placeholder('userId')), isNull(mcpSessions.endedAt)))
-    .prepare(),
+    .from(q.t.mcpSessions)
+    .where(and(eq(q.t.mcpSessions.userId, sql.placeholder('userId')), isNull(q.t.mcpSessions.endedAt))),
 );
 
 /** How many sessions of this user have not ended: every initialize reads it. */
-export function countLiveMcpSessionsByUserId(userId: string): number {
-  return countLiveSessionsByUserId().get({ userId })?.live ?? 0;
-}
+export const countLiveMcpSessionsByUserId = defineQuery(function* (q, userId: string): Program<number> {
+  return (yield* first(countLiveSessionsByUserId(q), { userId }))?.live ?? 0;
+});
 
 /**
  * Ends `wanted` of the user's live sessions, the least recently used first (by last use, recorded to
  * the minute, then by age), skipping those `inUse` names; ends none when fewer than `wanted` qualify.
  * Returns the ids ended.
  */
-export function endLeastRecentlyUsedMcpSessions(userId: string, wanted: number, inUse: (sessionId: string) => boolean): string[] {
-  return getDb().transaction((tx) => {
-    const candidates = tx
-      .select({ id: mcpSessions.id })
-      .from(mcpSessions)
-      .where(and(eq(mcpSessions.userId, userId), isNull(mcpSessions.endedAt)))
-      .orderBy(asc(mcpSessions.lastSeenAt), asc(mcpSessions.createdAt), asc(sql`rowid`))
-      .all()
+export const endLeastRecentlyUsedMcpSessions = defineQuery(
+  function* (q, userId: string, wanted: number, inUse: (sessionId: string) => boolean): Program<string[]> {
+    const { mcpSessions, sessionMessages } = q.t;
+    // Two of the user's initializes at once must not both pick (and count) the same sessions.
+    yield* lock(q, 'mcp-sessions-of-user:' + userId);
+    // Last tie-break: the order of insertion on SQLite (rowid); PostgreSQL has none, the id is stable.
+    const tieBreak = q.dialect === 'pg' ? asc(mcpSessions.id) : asc(sql`rowid`);
+    const candidates = (yield* rows(
+      q.db
+        .select({ id: mcpSessions.id })
+        .from(mcpSessions)
+        .where(and(eq(mcpSessions.userId, userId), isNull(mcpSessions.endedAt)))
+        .orderBy(asc(mcpSessions.lastSeenAt), asc(mcpSessions.createdAt), tieBreak),
+    ))
       .map((row) => row.id)
       .filter((id) => !inUse(id))
       .slice(0, wanted);
     if (candidates.length < wanted) return [];
-    tx.update(mcpSessions).set({ endedAt: Date.now() }).where(inArray(mcpSessions.id, candidates)).run();
-    tx.delete(sessionMessages).where(inArray(sessionMessages.sessionId, candidates)).run();
+    yield* changes(q.db.update(mcpSessions).set({ endedAt: Date.now() }).where(inArray(mcpSessions.id, candidates)));
+    yield* changes(q.db.delete(sessionMessages).where(inArray(sessionMessages.sessionId, candidates)));
     for (const sessionId of candidates) sessionsById.delete(sessionId);
     return candidates;
-  });
-}
+  },
+  { transaction: 'immediate' },
+);
 
 /** Deletes the rows of ended sessions (their messages go with them): an ended session is never used again. */
-export function deleteEndedMcpSessions(): number {
-  return getDb().delete(mcpSessions).where(isNotNull(mcpSessions.endedAt)).run().changes;
-}
+export const deleteEndedMcpSessions = defineQuery(function* (q): Program<number> {
+  const { mcpSessions } = q.t;
+  return yield* changes(q.db.delete(mcpSessions).where(isNotNull(mcpSessions.endedAt)));
+});
 
 /** Ends a live session of this user and drops its undelivered messages; false when there is none. */
-export function endMcpSession(id: string, userId: string): boolean {
-  return getDb().transaction((tx) => {
-    const ended = tx
-      .update(mcpSessions)
-      .set({ endedAt: Date.now() })
-      .where(and(eq(mcpSessions.id, id), eq(mcpSessions.userId, userId), isNull(mcpSessions.endedAt)))
-      .run();
-    tx.delete(sessionMessages).where(eq(sessionMessages.sessionId, id)).run();
+export const endMcpSession = defineQuery(
+  function* (q, id: string, userId: string): Program<boolean> {
+    const { mcpSessions, sessionMessages } = q.t;
+    const ended = yield* changes(
+      q.db
+        .update(mcpSessions)
+        .set({ endedAt: Date.now() })
+        .where(and(eq(mcpSessions.id, id), eq(mcpSessions.userId, userId), isNull(mcpSessions.endedAt))),
+    );
+    // Another user's session id (or one that ended) changes nothing: its messages are not this caller's.
+    if (ended === 0) return false;
+    yield* changes(q.db.delete(sessionMessages).where(eq(sessionMessages.sessionId, id)));
     sessionsById.delete(id);
-    return ended.changes > 0;
-  });
-}
+    return true;
+  },
+  { transaction: 'immediate' },
+);
 
 /**
  * Queues a message for one of a live session's streams (null: its GET stream); the returned id is its
  * SSE event id, unique across all of the session's streams. Returns undefined when the session has
  * ended or does not exist.
  */
-const selectLiveSessionId = preparedQuery((db) =>
-  db
-    .select({ id: mcpSessions.id })
-    .from(mcpSessions)
-    .where(and(eq(mcpSessions.id, sql.placeholder('id')), isNull(mcpSessions.endedAt)))
-    .prepare(),
-);
+const selectLiveSessionId = preparedQuery((q) => {
+  const query = q.db
+    .select({ id: q.t.mcpSessions.id })
+    .from(q.t.mcpSessions)
+    .where(and(eq(q.t.mcpSessions.id, sql.placeholder('id')), isNull(q.t.mcpSessions.endedAt)));
+  // PostgreSQL: hold the row until the message is in, so that a session ending meanwhile waits for it
+  // (and drops it) or is seen ended; SQLite's write lock already keeps the two apart.
+  return q.dialect === 'pg' ? (query as unknown as { for(strength: 'share'): typeof query }).for('share') : query;
+});
 
-const insertSessionMessage = preparedQuery((db) =>
-  db
-    .insert(sessionMessages)
+const insertSessionMessage = preparedQuery((q) =>
+  q.db
+    .insert(q.t.sessionMessages)
     .values({
       sessionId: sql.placeholder('sessionId'),
       stream: sql.placeholder('stream'),
       message: sql.placeholder('message'),
       createdAt: sql.placeholder('createdAt'),
     })
-    .returning({ id: sessionMessages.id })
-    .prepare(),
+    .returning({ id: q.t.sessionMessages.id }),
 );
 
-export function appendSessionMessage(sessionId: string, message: Record<string, unknown>, stream: string | null = null): number | undefined {
-  return getDb().transaction(() => {
-    if (!selectLiveSessionId().get({ id: sessionId })) return undefined;
-    return insertSessionMessage().all({ sessionId, stream, message, createdAt: Date.now() })[0].id;
-  });
-}
+export const appendSessionMessage = defineQuery(
+  function* (q, sessionId: string, message: Record<string, unknown>, stream: string | null = null): Program<number | undefined> {
+    if (!(yield* first(selectLiveSessionId(q), { id: sessionId }))) return undefined;
+    const [row] = yield* rows(insertSessionMessage(q), { sessionId, stream, message, createdAt: Date.now() });
+    return row.id;
+  },
+  { transaction: 'immediate' },
+);
 
 /** The id of the newest message on the session's GET stream, or 0: where a fresh GET stream starts. */
-export function getLastSessionMessageId(sessionId: string): number {
-  const row = getDb()
-    .select({ id: max(sessionMessages.id) })
-    .from(sessionMessages)
-    .where(and(eq(sessionMessages.sessionId, sessionId), isNull(sessionMessages.stream)))
-    .get();
+export const getLastSessionMessageId = defineQuery(function* (q, sessionId: string): Program<number> {
+  const { sessionMessages } = q.t;
+  const row = yield* first(
+    q.db
+      .select({ id: max(sessionMessages.id) })
+      .from(sessionMessages)
+      .where(and(eq(sessionMessages.sessionId, sessionId), isNull(sessionMessages.stream))),
+  );
   return row?.id ?? 0;
-}
+});
 
 /** Whether the session still has any message of this response stream: one it never had, or forgot, it cannot resume. */
-export function hasSessionStream(sessionId: string, stream: string): boolean {
-  const row = getDb()
-    .select({ id: sessionMessages.id })
-    .from(sessionMessages)
-    .where(and(eq(sessionMessages.sessionId, sessionId), eq(sessionMessages.stream, stream)))
-    .limit(1)
-    .get();
+export const hasSessionStream = defineQuery(function* (q, sessionId: string, stream: string): Program<boolean> {
+  const { sessionMessages } = q.t;
+  const row = yield* first(
+    q.db
+      .select({ id: sessionMessages.id })
+      .from(sessionMessages)
+      .where(and(eq(sessionMessages.sessionId, sessionId), eq(sessionMessages.stream, stream)))
+      .limit(1),
+  );
   return row !== undefined;
-}
+});
 
 /** The first message of a response stream: its priming row, which names the request the stream answers. */
-export function getFirstSessionStreamMessage(sessionId: string, stream: string): Record<string, unknown> | undefined {
-  return getDb()
-    .select({ message: sessionMessages.message })
-    .from(sessionMessages)
-    .where(and(eq(sessionMessages.sessionId, sessionId), eq(sessionMessages.stream, stream)))
-    .orderBy(asc(sessionMessages.id))
-    .limit(1)
-    .get()?.message;
-}
+export const getFirstSessionStreamMessage = defineQuery(function* (
+  q,
+  sessionId: string,
+  stream: string,
+): Program<Record<string, unknown> | undefined> {
+  const { sessionMessages } = q.t;
+  const row = yield* first(
+    q.db
+      .select({ message: sessionMessages.message })
+      .from(sessionMessages)
+      .where(and(eq(sessionMessages.sessionId, sessionId), eq(sessionMessages.stream, stream)))
+      .orderBy(asc(sessionMessages.id))
+      .limit(1),
+  );
+  return row?.message;
+});
 
 /** The last progress value sent on one of the session's streams for a progress token, if any. */
-export function getLastSessionStreamProgress(sessionId: string, stream: string | null, progressToken: string | number): number | undefined {
-  const progress = sql<number>`json_extract(${sessionMessages.message}, '$.params.progress')`;
-  const row = getDb()
-    .select({ progress })
-    .from(sessionMessages)
-    .where(
-      and(
-        eq(sessionMessages.sessionId, sessionId),
-        stream === null ? isNull(sessionMessages.stream) : eq(sessionMessages.stream, stream),
-        sql`json_extract(${sessionMessages.message}, '$.method') = 'notifications/progress'`,
-        sql`json_extract(${sessionMessages.message}, '$.params.progressToken') = ${progressToken}`,
-      ),
-    )
-    .orderBy(desc(sessionMessages.id))
-    .limit(1)
-    .get();
+export const getLastSessionStreamProgress = defineQuery(function* (
+  q,
+  sessionId: string,
+  stream: string | null,
+  progressToken: string | number,
+): Program<number | undefined> {
+  const { sessionMessages } = q.t;
+  const progress = sql<unknown>`${jsonValue(q, sessionMessages.message, ['params', 'progress'])}`;
+  const row = yield* first(
+    q.db
+      .select({ progress })
+      .from(sessionMessages)
+      .where(
+        and(
+          eq(sessionMessages.sessionId, sessionId),
+          stream === null ? isNull(sessionMessages.stream) : eq(sessionMessages.stream, stream),
+          sql`${jsonText(q, sessionMessages.message, ['method'])} = 'notifications/progress'`,
+          jsonEquals(q, sessionMessages.message, ['params', 'progressToken'], progressToken),
+        ),
+      )
+      .orderBy(desc(sessionMessages.id))
+      .limit(1),
+  );
   return typeof row?.progress === 'number' ? row.progress : undefined;
-}
+});
 
 /** The stream a request we sent the session went on (null: its GET stream); undefined when it is not in the outbox. */
-export function getSessionRequestStream(sessionId: string, requestId: string): { stream: string | null } | undefined {
-  return getDb()
-    .select({ stream: sessionMessages.stream })
-    .from(sessionMessages)
-    .where(
-      and(
-        eq(sessionMessages.sessionId, sessionId),
-        sql`json_extract(${sessionMessages.message}, '$.method') IS NOT NULL`,
-        sql`json_extract(${sessionMessages.message}, '$.id') = ${requestId}`,
-      ),
-    )
-    .orderBy(desc(sessionMessages.id))
-    .limit(1)
-    .get();
-}
+export const getSessionRequestStream = defineQuery(function* (
+  q,
+  sessionId: string,
+  requestId: string,
+): Program<{ stream: string | null } | undefined> {
+  const { sessionMessages } = q.t;
+  return yield* first(
+    q.db
+      .select({ stream: sessionMessages.stream })
+      .from(sessionMessages)
+      .where(
+        and(
+          eq(sessionMessages.sessionId, sessionId),
+          sql`${jsonText(q, sessionMessages.message, ['method'])} IS NOT NULL`,
+          jsonEquals(q, sessionMessages.message, ['id'], requestId),
+        ),
+      )
+      .orderBy(desc(sessionMessages.id))
+      .limit(1),
+  );
+});
 
-export function listSessionMessagesAfter(sessionId: string, afterId: number, limit: number, stream: string | null = null) {
-  return getDb()
-    .select({ id: sessionMessages.id, message: sessionMessages.message })
-    .from(sessionMessages)
-    .where(
-      and(
-        eq(sessionMessages.sessionId, sessionId),
-        stream === null ? isNull(sessionMessages.stream) : eq(sessionMessages.stream, stream),
-        gt(sessionMessages.id, afterId),
-      ),
-    )
-    .orderBy(asc(sessionMessages.id))
-    .limit(limit)
-    .all();
-}
+export const listSessionMessagesAfter = defineQuery(function* (
+  q,
+  sessionId: string,
+  afterId: number,
+  limit: number,
+  stream: string | null = null,
+): Program<{ id: number; message: Record<string, unknown> }[]> {
+  const { sessionMessages } = q.t;
+  return yield* rows(
+    q.db
+      .select({ id: sessionMessages.id, message: sessionMessages.message })
+      .from(sessionMessages)
+      .where(
+        and(
+          eq(sessionMessages.sessionId, sessionId),
+          stream === null ? isNull(sessionMessages.stream) : eq(sessionMessages.stream, stream),
+          gt(sessionMessages.id, afterId),
+        ),
+      )
+      .orderBy(asc(sessionMessages.id))
+      .limit(limit),
+  );
+});
 
 /** The stream the latest request about a client's own task went on (null: the GET stream); undefined when none did. */
-export function getSessionClientTaskRequestStream(sessionId: string, clientTaskId: string): { stream: string | null } | undefined {
-  return getDb()
-    .select({ stream: sessionMessages.stream })
-    .from(sessionMessages)
-    .where(
-      and(
-        eq(sessionMessages.sessionId, sessionId),
-        sql`json_extract(${sessionMessages.message}, '$.method') IN ('tasks/get', 'tasks/result')`,
-        sql`json_extract(${sessionMessages.message}, '$.params.taskId') = ${clientTaskId}`,
-      ),
-    )
-    .orderBy(desc(sessionMessages.id))
-    .limit(1)
-    .get();
-}
+export const getSessionClientTaskRequestStream = defineQuery(function* (
+  q,
+  sessionId: string,
+  clientTaskId: string,
+): Program<{ stream: string | null } | undefined> {
+  const { sessionMessages } = q.t;
+  return yield* first(
+    q.db
+      .select({ stream: sessionMessages.stream })
+      .from(sessionMessages)
+      .where(
+        and(
+          eq(sessionMessages.sessionId, sessionId),
+          sql`${jsonText(q, sessionMessages.message, ['method'])} IN ('tasks/get', 'tasks/result')`,
+          jsonEquals(q, sessionMessages.message, ['params', 'taskId'], clientTaskId),
+        ),
+      )
+      .orderBy(desc(sessionMessages.id))
+      .limit(1),
+  );
+});
 
 /** The last message of a response stream: its response, or the end of a stream that has none. */
-const endsStreamIn = (table: { message: SQLiteColumn }) =>
-  sql`(json_extract(${table.message}, '$.method') IS NULL AND (json_extract(${table.message}, '$.jsonrpc') IS NOT NULL OR json_extract(${table.message}, '$.end') IS NOT NULL))`;
-const endsStream = endsStreamIn(sessionMessages);
+const endsStreamIn = (q: QueryContext, table: { message: Column }) =>
+  sql`(${jsonText(q, table.message, ['method'])} IS NULL AND (${jsonText(q, table.message, ['jsonrpc'])} IS NOT NULL OR ${jsonText(q, table.message, ['end'])} IS NOT NULL))`;
 
 /** Whether a response stream has ended: sent its response (its last message), or ended without one. */
-export function hasSessionStreamEnded(sessionId: string, stream: string): boolean {
-  const row = getDb()
-    .select({ id: sessionMessages.id })
-    .from(sessionMessages)
-    .where(and(eq(sessionMessages.sessionId, sessionId), eq(sessionMessages.stream, stream), endsStream))
-    .get();
+export const hasSessionStreamEnded = defineQuery(function* (q, sessionId: string, stream: string): Program<boolean> {
+  const { sessionMessages } = q.t;
+  const row = yield* first(
+    q.db
+      .select({ id: sessionMessages.id })
+      .from(sessionMessages)
+      .where(and(eq(sessionMessages.sessionId, sessionId), eq(sessionMessages.stream, stream), endsStreamIn(q, sessionMessages))),
+  );
   return row !== undefined;
-}
+});
 
 /** The ids of the requests sent on a session's GET stream whose id starts with `prefix`. */
-export function listSessionRequestIdsWithPrefix(sessionId: string, prefix: string): string[] {
-  const requestId = sql<string>`json_extract(${sessionMessages.message}, '$.id')`;
-  return getDb()
-    .select({ requestId })
-    .from(sessionMessages)
-    .where(
-      and(
-        eq(sessionMessages.sessionId, sessionId),
-        isNull(sessionMessages.stream),
-        sql`json_extract(${sessionMessages.message}, '$.method') IS NOT NULL`,
-        sql`substr(${requestId}, 1, ${prefix.length}) = ${prefix}`,
+export const listSessionRequestIdsWithPrefix = defineQuery(function* (q, sessionId: string, prefix: string): Program<string[]> {
+  const { sessionMessages } = q.t;
+  const requestId = sql<string>`${jsonText(q, sessionMessages.message, ['id'])}`;
+  return (yield* rows(
+    q.db
+      .select({ requestId })
+      .from(sessionMessages)
+      .where(
+        and(
+          eq(sessionMessages.sessionId, sessionId),
+          isNull(sessionMessages.stream),
+          sql`${jsonText(q, sessionMessages.message, ['method'])} IS NOT NULL`,
+          sql`substr(${requestId}, 1, cast(${prefix.length} as integer)) = cast(${prefix} as text)`,
+        ),
       ),
-    )
-    .all()
-    .map((row) => row.requestId);
-}
+  )).map((row) => row.requestId);
+});
 
 /**
  * Forgets messages older than `cutoff`, except those of response streams that have not ended: a call
  * may wait for hours (a person answering), and its client must be able to resume it all that time.
  * Such a stream's rows go with its session.
  */
-export function deleteSessionMessagesOlderThan(cutoff: number): number {
+export const deleteSessionMessagesOlderThan = defineQuery(function* (q, cutoff: number): Program<number> {
+  const { sessionMessages } = q.t;
   // Asked per old row, through the stream index: reading every stream's messages instead cost the
   // sweep a full pass of JSON parsing each minute even when nothing had aged out.
+  const alias = q.dialect === 'pg' ? (pgAlias as unknown as typeof sqliteAlias) : sqliteAlias;
   const ending = alias(sessionMessages, 'ending');
-  const streamHasEnded = getDb()
+  const streamHasEnded = q.db
     .select({ id: ending.id })
     .from(ending)
-    .where(and(eq(ending.stream, sessionMessages.stream), endsStreamIn(ending)));
-  return getDb()
-    .delete(sessionMessages)
-    .where(and(lt(sessionMessages.createdAt, cutoff), or(isNull(sessionMessages.stream), exists(streamHasEnded))))
-    .run().changes;
-}
+    .where(and(eq(ending.stream, sessionMessages.stream), endsStreamIn(q, ending)));
+  return yield* changes(
+    q.db.delete(sessionMessages).where(and(lt(sessionMessages.createdAt, cutoff), or(isNull(sessionMessages.stream), exists(streamHasEnded)))),
+  );
+});

@@ -1,34 +1,31 @@
 import { and, asc, count, desc, eq, getTableColumns, gt, inArray, like, lte, sql } from 'drizzle-orm';
 import { rowCache } from '../cache';
-import { getDb, preparedQuery } from '../client';
-import { taskEvents, tasks, type TaskStatus } from '../schema';
+import { changes, defineQuery, first, greatest, lock, preparedQuery, rows, type Program, type QueryContext } from '../run';
+import type { taskEvents, tasks, TaskStatus } from '../schema';
 
 export type TaskRow = typeof tasks.$inferSelect;
 export type NewTaskRow = Omit<TaskRow, 'lastUpdatedAt' | 'progress' | 'progressTotal' | 'progressMessage' | 'result' | 'error' | 'attempt'>;
 export type TaskEventRow = typeof taskEvents.$inferSelect;
 
 /** A task's events are written with every creation and transition: one prepared statement. */
-const insertTaskEvent = preparedQuery((db) =>
-  db
-    .insert(taskEvents)
-    .values({
-      taskId: sql.placeholder('taskId'),
-      at: sql.placeholder('at'),
-      fromStatus: sql.placeholder('fromStatus'),
-      toStatus: sql.placeholder('toStatus'),
-      statusMessage: sql.placeholder('statusMessage'),
-      actor: sql.placeholder('actor'),
-    })
-    .prepare(),
+const insertTaskEvent = preparedQuery((q) =>
+  q.db.insert(q.t.taskEvents).values({
+    taskId: sql.placeholder('taskId'),
+    at: sql.placeholder('at'),
+    fromStatus: sql.placeholder('fromStatus'),
+    toStatus: sql.placeholder('toStatus'),
+    statusMessage: sql.placeholder('statusMessage'),
+    actor: sql.placeholder('actor'),
+  }),
 );
-const selectStatusById = preparedQuery((db) => db.select({ status: tasks.status }).from(tasks).where(eq(tasks.id, sql.placeholder('id'))).prepare());
+const selectStatusById = preparedQuery((q) => q.db.select({ status: q.t.tasks.status }).from(q.t.tasks).where(eq(q.t.tasks.id, sql.placeholder('id'))));
 
 /** A nullable JSON column's value as stored: SQL NULL for null, JSON text otherwise. */
 const jsonOrNull = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
 
-const insertTaskRow = preparedQuery((db) =>
-  db
-    .insert(tasks)
+const insertTaskRow = preparedQuery((q) =>
+  q.db
+    .insert(q.t.tasks)
     .values({
       id: sql.placeholder('id'),
       userId: sql.placeholder('userId'),
@@ -48,13 +45,13 @@ const insertTaskRow = preparedQuery((db) =>
       invocation: sql.placeholder('invocation'),
       callRequestId: sql`${sql.placeholder('callRequestId')}`,
     })
-    .returning()
-    .prepare(),
+    .returning(),
 );
 
 /**
  * Stored tasks per user, counted once and then kept in step by this process's own inserts and
  * deletions (counting them on every creation would read up to the whole limit's worth of rows).
+ * Another instance's inserts are missed for at most the entry's age (5 s).
  */
 const storedCounts = rowCache<string, number>('stored-tasks-by-user', 10_000, 5_000);
 
@@ -63,77 +60,76 @@ export type TaskLimitRefusal = { refused: 'active' | 'stored'; count: number };
 
 /**
  * Inserts a task and its first event in one transaction, unless the user is at a limit (checked in
- * the same transaction, so that two creations cannot both take the last place): once this returns a
- * task, it is durable.
+ * the same transaction, under a lock per user, so that two creations cannot both take the last
+ * place): once this resolves with a task, it is durable.
  */
-export function insertTaskWithinLimits(
-  row: NewTaskRow,
-  actor: string,
-  limits: { maxActive: number; maxStored: number },
-): { task: TaskRow } | TaskLimitRefusal {
-  return getDb().transaction(
-    () => {
-      const active = countActiveByUser().get({ userId: row.userId })?.n ?? 0;
-      if (active >= limits.maxActive) return { refused: 'active', count: active } as const;
-      const stored = storedCounts.get(row.userId, () => storedByUserUpTo().get({ userId: row.userId, atMost: limits.maxStored })?.n ?? 0) ?? 0;
-      if (stored >= limits.maxStored) return { refused: 'stored', count: stored } as const;
-      const task = insertTaskRow().all({ ...row, progressToken: jsonOrNull(row.progressToken), callRequestId: jsonOrNull(row.callRequestId) })[0];
-      insertTaskEvent().run({ taskId: task.id, at: task.createdAt, fromStatus: null, toStatus: task.status, statusMessage: task.statusMessage, actor });
-      storedCounts.update(row.userId, (n) => n + 1);
-      return { task };
-    },
-    { behavior: 'immediate' },
-  );
-}
+export const insertTaskWithinLimits = defineQuery(
+  function* (q, row: NewTaskRow, actor: string, limits: { maxActive: number; maxStored: number }): Program<{ task: TaskRow } | TaskLimitRefusal> {
+    yield* lock(q, `task-limits:${row.userId}`);
+    const active = (yield* first(countActiveByUser(q), { userId: row.userId }))?.n ?? 0;
+    if (active >= limits.maxActive) return { refused: 'active', count: active };
+    let stored = storedCounts.peek(row.userId);
+    if (stored === undefined) {
+      stored = (yield* first(storedByUserUpTo(q), { userId: row.userId, atMost: limits.maxStored }))?.n ?? 0;
+      storedCounts.set(row.userId, stored);
+    }
+    if (stored >= limits.maxStored) return { refused: 'stored', count: stored };
+    const [task] = yield* rows(insertTaskRow(q), { ...row, progressToken: jsonOrNull(row.progressToken), callRequestId: jsonOrNull(row.callRequestId) });
+    yield* changes(insertTaskEvent(q), { taskId: task.id, at: task.createdAt, fromStatus: null, toStatus: task.status, statusMessage: task.statusMessage, actor });
+    storedCounts.update(row.userId, (n) => n + 1);
+    return { task };
+  },
+  { transaction: 'immediate' },
+);
 
-const selectTaskByIdForUser = preparedQuery((db) =>
-  db
+const selectTaskByIdForUser = preparedQuery((q) =>
+  q.db
     .select()
-    .from(tasks)
-    .where(and(eq(tasks.id, sql.placeholder('id')), eq(tasks.userId, sql.placeholder('userId'))))
-    .prepare(),
+    .from(q.t.tasks)
+    .where(and(eq(q.t.tasks.id, sql.placeholder('id')), eq(q.t.tasks.userId, sql.placeholder('userId')))),
 );
 /** What tasks/get returns of a task, and its expiry: no arguments or result to read and decode. */
-const taskStatusColumns = {
-  id: tasks.id,
-  status: tasks.status,
-  statusMessage: tasks.statusMessage,
-  createdAt: tasks.createdAt,
-  lastUpdatedAt: tasks.lastUpdatedAt,
-  ttlMs: tasks.ttlMs,
-  pollIntervalMs: tasks.pollIntervalMs,
-  expiresAt: tasks.expiresAt,
-};
-export type TaskStatusRow = Pick<TaskRow, keyof typeof taskStatusColumns>;
-const selectTaskStatusByIdForUser = preparedQuery((db) =>
-  db
-    .select(taskStatusColumns)
-    .from(tasks)
-    .where(and(eq(tasks.id, sql.placeholder('id')), eq(tasks.userId, sql.placeholder('userId'))))
-    .prepare(),
+const taskStatusColumns = (t: QueryContext['t']) => ({
+  id: t.tasks.id,
+  status: t.tasks.status,
+  statusMessage: t.tasks.statusMessage,
+  createdAt: t.tasks.createdAt,
+  lastUpdatedAt: t.tasks.lastUpdatedAt,
+  ttlMs: t.tasks.ttlMs,
+  pollIntervalMs: t.tasks.pollIntervalMs,
+  expiresAt: t.tasks.expiresAt,
+});
+export type TaskStatusRow = Pick<TaskRow, keyof ReturnType<typeof taskStatusColumns>>;
+const selectTaskStatusByIdForUser = preparedQuery((q) =>
+  q.db
+    .select(taskStatusColumns(q.t))
+    .from(q.t.tasks)
+    .where(and(eq(q.t.tasks.id, sql.placeholder('id')), eq(q.t.tasks.userId, sql.placeholder('userId')))),
 );
-const selectTaskById = preparedQuery((db) => db.select().from(tasks).where(eq(tasks.id, sql.placeholder('id'))).prepare());
+const selectTaskById = preparedQuery((q) => q.db.select().from(q.t.tasks).where(eq(q.t.tasks.id, sql.placeholder('id'))));
 
-export function getTaskByIdForUser(id: string, userId: string): TaskRow | undefined {
-  return selectTaskByIdForUser().get({ id, userId });
-}
+export const getTaskByIdForUser = defineQuery(function* (q, id: string, userId: string): Program<TaskRow | undefined> {
+  return yield* first(selectTaskByIdForUser(q), { id, userId });
+});
 
-export function getTaskStatusByIdForUser(id: string, userId: string): TaskStatusRow | undefined {
-  return selectTaskStatusByIdForUser().get({ id, userId });
-}
+export const getTaskStatusByIdForUser = defineQuery(function* (q, id: string, userId: string): Program<TaskStatusRow | undefined> {
+  return yield* first(selectTaskStatusByIdForUser(q), { id, userId });
+});
 
 /** The task a plain tools/call of this session started, found by the call's JSON-RPC id. */
-export function getCallTaskByRequestId(sessionId: string, requestId: string | number, userId: string): TaskRow | undefined {
-  return getDb()
-    .select()
-    .from(tasks)
-    .where(and(eq(tasks.sessionId, sessionId), eq(tasks.callRequestId, requestId), eq(tasks.userId, userId), eq(tasks.invocation, 'call')))
-    .get();
-}
+export const getCallTaskByRequestId = defineQuery(function* (q, sessionId: string, requestId: string | number, userId: string): Program<TaskRow | undefined> {
+  const { tasks } = q.t;
+  return yield* first(
+    q.db
+      .select()
+      .from(tasks)
+      .where(and(eq(tasks.sessionId, sessionId), eq(tasks.callRequestId, requestId), eq(tasks.userId, userId), eq(tasks.invocation, 'call'))),
+  );
+});
 
-export function getTaskById(id: string): TaskRow | undefined {
-  return selectTaskById().get({ id });
-}
+export const getTaskById = defineQuery(function* (q, id: string): Program<TaskRow | undefined> {
+  return yield* first(selectTaskById(q), { id });
+});
 
 export interface TaskFilter {
   status?: TaskStatus;
@@ -142,75 +138,91 @@ export interface TaskFilter {
   idPrefix?: string;
 }
 
-/** A user's tasks, newest first, strictly after the keyset position when one is given. */
 /** A task as lists show it: everything but its arguments, result and error, which a page does not decode. */
-const { arguments: _arguments, result: _result, error: _error, ...taskListColumns } = getTableColumns(tasks);
+function taskListColumns(t: QueryContext['t']) {
+  const { arguments: _arguments, result: _result, error: _error, ...columns } = getTableColumns(t.tasks);
+  return columns;
+}
 export type TaskListRow = Omit<TaskRow, 'arguments' | 'result' | 'error'>;
 
-export function listTasksByUserId(
+/** A user's tasks, newest first, strictly after the keyset position when one is given. */
+export const listTasksByUserId = defineQuery(function* (
+  q,
   userId: string,
   options: { limit: number; notExpiredAt: number; before?: { createdAt: number; id: string }; filter?: TaskFilter },
-): TaskListRow[] {
+): Program<TaskListRow[]> {
+  const { tasks } = q.t;
   const { before, filter = {} } = options;
-  // A row-value comparison lets SQLite seek straight to the cursor in the (user, created, id) index.
+  // A row-value comparison lets the database seek straight to the cursor in the (user, created, id) index.
   const position = before ? sql`(${tasks.createdAt}, ${tasks.id}) < (${before.createdAt}, ${before.id})` : undefined;
   const idPrefix = filter.idPrefix?.toLowerCase().replace(/[^0-9a-f-]/g, '');
-  return getDb()
-    .select(taskListColumns)
-    .from(tasks)
-    .where(
-      and(
-        eq(tasks.userId, userId),
-        gt(tasks.expiresAt, options.notExpiredAt),
-        position,
-        filter.status ? eq(tasks.status, filter.status) : undefined,
-        filter.toolName ? eq(tasks.toolName, filter.toolName) : undefined,
-        idPrefix ? like(tasks.id, `${idPrefix}%`) : undefined,
-      ),
-    )
-    .orderBy(desc(tasks.createdAt), desc(tasks.id))
-    .limit(options.limit)
-    .all();
-}
+  return yield* rows(
+    q.db
+      .select(taskListColumns(q.t))
+      .from(tasks)
+      .where(
+        and(
+          eq(tasks.userId, userId),
+          gt(tasks.expiresAt, options.notExpiredAt),
+          position,
+          filter.status ? eq(tasks.status, filter.status) : undefined,
+          filter.toolName ? eq(tasks.toolName, filter.toolName) : undefined,
+          idPrefix ? like(tasks.id, `${idPrefix}%`) : undefined,
+        ),
+      )
+      .orderBy(desc(tasks.createdAt), desc(tasks.id))
+      .limit(options.limit),
+  );
+});
 
 /** lastUpdatedAt moves forward on every change, even two changes within one millisecond. */
-const nextUpdatedAt = (now: number | ReturnType<typeof sql.placeholder>) => sql`max(${now}, ${tasks.lastUpdatedAt} + 1)`;
+const nextUpdatedAt = (q: QueryContext, now: unknown) => greatest(q, now, sql`${q.t.tasks.lastUpdatedAt} + 1`);
+
+/**
+ * The statuses a transition may start from, given as a JSON array. On PostgreSQL an array, not an IN
+ * (subquery): when a concurrent transaction changed the row first, PostgreSQL re-checks the condition on
+ * the new row, and a semi-join re-checked that way matches nothing (a cancel racing a question failed).
+ */
+const statusIn = (q: QueryContext, from: ReturnType<typeof sql.placeholder>) =>
+  q.dialect === 'pg'
+    ? sql`${q.t.tasks.status} = any(array(select json_array_elements_text(cast(${from} as json))))`
+    : sql`${q.t.tasks.status} in (select value from json_each(${from}))`;
 
 /** A transition's update; `from` is a JSON array of statuses, and a null result or error keeps the stored one. */
-const updateTaskStatus = preparedQuery((db) =>
-  db
-    .update(tasks)
+const updateTaskStatus = preparedQuery((q) =>
+  q.db
+    .update(q.t.tasks)
     .set({
       status: sql`${sql.placeholder('to')}`,
       statusMessage: sql`${sql.placeholder('statusMessage')}`,
-      lastUpdatedAt: nextUpdatedAt(sql.placeholder('now')),
-      result: sql`coalesce(${sql.placeholder('result')}, ${tasks.result})`,
-      error: sql`coalesce(${sql.placeholder('error')}, ${tasks.error})`,
+      lastUpdatedAt: nextUpdatedAt(q, q.dialect === 'pg' ? sql`cast(${sql.placeholder('now')} as bigint)` : sql.placeholder('now')),
+      result: sql`coalesce(${sql.placeholder('result')}, ${q.t.tasks.result})`,
+      error: sql`coalesce(${sql.placeholder('error')}, ${q.t.tasks.error})`,
     })
-    .where(and(eq(tasks.id, sql.placeholder('id')), sql`${tasks.status} in (select value from json_each(${sql.placeholder('from')}))`))
-    .returning()
-    .prepare(),
+    .where(and(eq(q.t.tasks.id, sql.placeholder('id')), statusIn(q, sql.placeholder('from'))))
+    .returning(),
 );
 
 /**
  * Moves a task between states only when it is in one of `from`: the database decides every race.
- * Returns the updated row, or undefined when the task was not in `from` (or does not exist).
+ * Resolves with the updated row, or undefined when the task was not in `from` (or does not exist).
  */
-export function transitionTask(
-  id: string,
-  change: {
-    from: readonly TaskStatus[];
-    to: TaskStatus;
-    statusMessage: string | null;
-    actor: string;
-    result?: Record<string, unknown>;
-    error?: { code: number; message: string; data?: unknown };
-  },
-): TaskRow | undefined {
-  const now = Date.now();
-  return getDb().transaction(() => {
-    const before = selectStatusById().get({ id });
-    const updated = updateTaskStatus().all({
+export const transitionTask = defineQuery(
+  function* (
+    q,
+    id: string,
+    change: {
+      from: readonly TaskStatus[];
+      to: TaskStatus;
+      statusMessage: string | null;
+      actor: string;
+      result?: Record<string, unknown>;
+      error?: { code: number; message: string; data?: unknown };
+    },
+  ): Program<TaskRow | undefined> {
+    const now = Date.now();
+    const before = yield* first(selectStatusById(q), { id });
+    const [updated] = yield* rows(updateTaskStatus(q), {
       id,
       from: JSON.stringify(change.from),
       to: change.to,
@@ -218,38 +230,41 @@ export function transitionTask(
       now,
       result: jsonOrNull(change.result),
       error: jsonOrNull(change.error),
-    })[0];
+    });
     if (!updated) return undefined;
-    insertTaskEvent().run({ taskId: id, at: now, fromStatus: before?.status ?? null, toStatus: change.to, statusMessage: change.statusMessage, actor: change.actor });
+    yield* changes(insertTaskEvent(q), { taskId: id, at: now, fromStatus: before?.status ?? null, toStatus: change.to, statusMessage: change.statusMessage, actor: change.actor });
     return updated;
-  });
-}
+  },
+  { transaction: 'immediate' },
+);
 
 /** Records progress and/or a status message of a task that is still running. */
-export function updateTaskProgress(
+export const updateTaskProgress = defineQuery(function* (
+  q,
   id: string,
   update: { progress?: number; progressTotal?: number | null; progressMessage?: string | null; statusMessage?: string },
-): TaskRow | undefined {
-  return getDb()
-    .update(tasks)
-    .set({ ...update, lastUpdatedAt: nextUpdatedAt(Date.now()) })
-    .where(and(eq(tasks.id, id), inArray(tasks.status, ['working', 'input_required'])))
-    .returning()
-    .all()[0];
-}
+): Program<TaskRow | undefined> {
+  const { tasks } = q.t;
+  return yield* first(
+    q.db
+      .update(tasks)
+      .set({ ...update, lastUpdatedAt: nextUpdatedAt(q, Date.now()) })
+      .where(and(eq(tasks.id, id), inArray(tasks.status, ['working', 'input_required'])))
+      .returning(),
+  );
+});
 
-const updateLiveFields = preparedQuery((db) =>
-  db
-    .update(tasks)
+const updateLiveFields = preparedQuery((q) =>
+  q.db
+    .update(q.t.tasks)
     .set({
       progress: sql`${sql.placeholder('progress')}`,
       progressTotal: sql`${sql.placeholder('progressTotal')}`,
       progressMessage: sql`${sql.placeholder('progressMessage')}`,
       statusMessage: sql`${sql.placeholder('statusMessage')}`,
-      lastUpdatedAt: nextUpdatedAt(sql.placeholder('now')),
+      lastUpdatedAt: nextUpdatedAt(q, q.dialect === 'pg' ? sql`cast(${sql.placeholder('now')} as bigint)` : sql.placeholder('now')),
     })
-    .where(and(eq(tasks.id, sql.placeholder('id')), inArray(tasks.status, ['working', 'input_required'])))
-    .prepare(),
+    .where(and(eq(q.t.tasks.id, sql.placeholder('id')), inArray(q.t.tasks.status, ['working', 'input_required']))),
 );
 
 /**
@@ -257,67 +272,78 @@ const updateLiveFields = preparedQuery((db) =>
  * false when its task is no longer active. Written about once a second per task, so it runs prepared
  * and returns no rows.
  */
-export function storeTasksProgress(rows: Array<Pick<TaskRow, 'id' | 'progress' | 'progressTotal' | 'progressMessage' | 'statusMessage'>>, now: number): boolean[] {
-  return getDb().transaction(() =>
-    rows.map(({ id, progress, progressTotal, progressMessage, statusMessage }) => updateLiveFields().run({ id, progress, progressTotal, progressMessage, statusMessage, now }).changes > 0),
-  );
-}
+export const storeTasksProgress = defineQuery(
+  function* (q, list: Array<Pick<TaskRow, 'id' | 'progress' | 'progressTotal' | 'progressMessage' | 'statusMessage'>>, now: number): Program<boolean[]> {
+    const stored: boolean[] = [];
+    for (const { id, progress, progressTotal, progressMessage, statusMessage } of list) {
+      stored.push((yield* changes(updateLiveFields(q), { id, progress, progressTotal, progressMessage, statusMessage, now })) > 0);
+    }
+    return stored;
+  },
+  { transaction: 'deferred' },
+);
 
 /** Marks a task as started again after a restart. */
-export function incrementTaskAttempt(id: string): void {
-  getDb()
-    .update(tasks)
-    .set({ attempt: sql`${tasks.attempt} + 1` })
-    .where(eq(tasks.id, id))
-    .run();
-}
+export const incrementTaskAttempt = defineQuery(function* (q, id: string): Program<void> {
+  const { tasks } = q.t;
+  yield* changes(
+    q.db
+      .update(tasks)
+      .set({ attempt: sql`${tasks.attempt} + 1` })
+      .where(eq(tasks.id, id)),
+  );
+});
 
-export function listTasksByStatus(statuses: readonly TaskStatus[]): TaskRow[] {
-  return getDb()
-    .select()
-    .from(tasks)
-    .where(inArray(tasks.status, [...statuses]))
-    .orderBy(asc(tasks.createdAt))
-    .all();
-}
+export const listTasksByStatus = defineQuery(function* (q, statuses: readonly TaskStatus[]): Program<TaskRow[]> {
+  const { tasks } = q.t;
+  return yield* rows(
+    q.db
+      .select()
+      .from(tasks)
+      .where(inArray(tasks.status, [...statuses]))
+      .orderBy(asc(tasks.createdAt)),
+  );
+});
 
 /** Deletes every task whose ttl has run out (their events go with them). */
-export function deleteExpiredTasks(now: number): Array<{ id: string; userId: string }> {
-  const deleted = getDb().delete(tasks).where(lte(tasks.expiresAt, now)).returning({ id: tasks.id, userId: tasks.userId }).all();
+export const deleteExpiredTasks = defineQuery(function* (q, now: number): Program<Array<{ id: string; userId: string }>> {
+  const { tasks } = q.t;
+  const deleted = yield* rows(q.db.delete(tasks).where(lte(tasks.expiresAt, now)).returning({ id: tasks.id, userId: tasks.userId }));
   for (const { userId } of deleted) storedCounts.update(userId, (n) => n - 1);
   return deleted;
-}
+});
 
-export function listTaskEventsByTaskId(taskId: string): TaskEventRow[] {
-  return getDb().select().from(taskEvents).where(eq(taskEvents.taskId, taskId)).orderBy(asc(taskEvents.id)).all();
-}
+export const listTaskEventsByTaskId = defineQuery(function* (q, taskId: string): Program<TaskEventRow[]> {
+  const { taskEvents } = q.t;
+  return yield* rows(q.db.select().from(taskEvents).where(eq(taskEvents.taskId, taskId)).orderBy(asc(taskEvents.id)));
+});
 
 /** How many live tasks a user has in each status, for the dashboard's filters and badges. */
-export function countTasksByStatusForUser(userId: string, notExpiredAt: number): Partial<Record<TaskStatus, number>> {
-  const rows = getDb()
-    .select({ status: tasks.status, n: count() })
-    .from(tasks)
-    .where(and(eq(tasks.userId, userId), gt(tasks.expiresAt, notExpiredAt)))
-    .groupBy(tasks.status)
-    .all();
-  return Object.fromEntries(rows.map((row) => [row.status, row.n]));
-}
+export const countTasksByStatusForUser = defineQuery(function* (q, userId: string, notExpiredAt: number): Program<Partial<Record<TaskStatus, number>>> {
+  const { tasks } = q.t;
+  const counted = yield* rows(
+    q.db
+      .select({ status: tasks.status, n: count() })
+      .from(tasks)
+      .where(and(eq(tasks.userId, userId), gt(tasks.expiresAt, notExpiredAt)))
+      .groupBy(tasks.status),
+  );
+  return Object.fromEntries(counted.map((row) => [row.status, row.n]));
+});
 
 /**
  * The user's stored tasks, ended ones included, counted up to `atMost`: the count stops there, so a
  * user with a million tasks costs no more to check than one at the limit.
  */
-const storedByUserUpTo = preparedQuery((db) => {
-  const stored = db.select({ one: sql`1` }).from(tasks).where(eq(tasks.userId, sql.placeholder('userId'))).limit(sql.placeholder('atMost')).as('stored');
-  return db.select({ n: count() }).from(stored).prepare();
+const storedByUserUpTo = preparedQuery((q) => {
+  const stored = q.db.select({ one: sql`1` }).from(q.t.tasks).where(eq(q.t.tasks.userId, sql.placeholder('userId'))).limit(sql.placeholder('atMost')).as('stored');
+  return q.db.select({ n: count() }).from(stored);
 });
 
 /** The user's working or waiting tasks: at most the active limit of them, through the (user, status) index. */
-const countActiveByUser = preparedQuery((db) =>
-  db
+const countActiveByUser = preparedQuery((q) =>
+  q.db
     .select({ n: count() })
-    .from(tasks)
-    .where(and(eq(tasks.userId, sql.placeholder('userId')), inArray(tasks.status, ['working', 'input_required'])))
-    .prepare(),
+    .from(q.t.tasks)
+    .where(and(eq(q.t.tasks.userId, sql.placeholder('userId')), inArray(q.t.tasks.status, ['working', 'input_required']))),
 );
-

@@ -1,88 +1,105 @@
 import { and, desc, eq, isNull, sql } from 'drizzle-orm';
 import { rowCache } from '../cache';
-import { getDb, preparedQuery } from '../client';
-import { accessTokens, users } from '../schema';
+import { changes, defineQuery, first, preparedQuery, rows, type Program } from '../run';
+import type { accessTokens } from '../schema';
 
 export type AccessToken = typeof accessTokens.$inferSelect;
 
-export function insertAccessToken(input: {
-  userId: string;
-  name: string;
-  tokenHash: string;
-  lastFour: string;
-  expiresAt: number | null;
-}): AccessToken {
-  return getDb()
-    .insert(accessTokens)
-    .values({ id: crypto.randomUUID(), createdAt: Date.now(), ...input })
-    .returning()
-    .all()[0];
-}
+export const insertAccessToken = defineQuery(function* (
+  q,
+  input: {
+    userId: string;
+    name: string;
+    tokenHash: string;
+    lastFour: string;
+    expiresAt: number | null;
+  },
+): Program<AccessToken> {
+  const { accessTokens } = q.t;
+  return (yield* first(
+    q.db
+      .insert(accessTokens)
+      .values({ id: crypto.randomUUID(), createdAt: Date.now(), ...input })
+      .returning(),
+  ))!;
+});
 
-const selectTokenByHash = preparedQuery((db) =>
-  db
-    .select({ token: accessTokens, user: { id: users.id, email: users.email, name: users.name } })
-    .from(accessTokens)
-    .innerJoin(users, eq(users.id, accessTokens.userId))
-    .where(eq(accessTokens.tokenHash, sql.placeholder('tokenHash')))
-    .prepare(),
+const selectTokenByHash = preparedQuery((q) =>
+  q.db
+    .select({ token: q.t.accessTokens, user: { id: q.t.users.id, email: q.t.users.email, name: q.t.users.name } })
+    .from(q.t.accessTokens)
+    .innerJoin(q.t.users, eq(q.t.users.id, q.t.accessTokens.userId))
+    .where(eq(q.t.accessTokens.tokenHash, sql.placeholder('tokenHash'))),
 );
-const selectTokenById = preparedQuery((db) => db.select().from(accessTokens).where(eq(accessTokens.id, sql.placeholder('id'))).prepare());
+const selectTokenById = preparedQuery((q) => q.db.select().from(q.t.accessTokens).where(eq(q.t.accessTokens.id, sql.placeholder('id'))));
 
-type TokenWithUser = NonNullable<ReturnType<ReturnType<typeof selectTokenByHash>['get']>>;
+type TokenWithUser = { token: AccessToken; user: { id: string; email: string; name: string | null } };
 /** Every request looks its token up by hash; see RowCache for how stale an entry may be. */
-const tokensByHash = rowCache<string, TokenWithUser>('access-tokens-by-hash', 10_000, 5_000);
+const tokensByHash = rowCache<string, TokenWithUser>('access-tokens-by-hash', 10_000, 5_000, { access_tokens: 'key', users: 'all' });
 
-export function getAccessTokenByHash(tokenHash: string): TokenWithUser | undefined {
-  return tokensByHash.get(tokenHash, () => selectTokenByHash().get({ tokenHash }));
-}
+export const getAccessTokenByHash = defineQuery(function* (q, tokenHash: string): Program<TokenWithUser | undefined> {
+  const hit = tokensByHash.peek(tokenHash);
+  if (hit !== undefined) return hit;
+  const row: TokenWithUser | undefined = yield* first(selectTokenByHash(q), { tokenHash });
+  tokensByHash.set(tokenHash, row);
+  return row;
+});
 
-export function getAccessTokenById(id: string): AccessToken | undefined {
-  return selectTokenById().get({ id });
-}
+export const getAccessTokenById = defineQuery(function* (q, id: string): Program<AccessToken | undefined> {
+  return yield* first(selectTokenById(q), { id });
+});
 
-export function markAccessTokenUsed(id: string, tokenHash: string, at: number): void {
-  getDb().update(accessTokens).set({ lastUsedAt: at }).where(eq(accessTokens.id, id)).run();
+export const markAccessTokenUsed = defineQuery(function* (q, id: string, tokenHash: string, at: number): Program<void> {
+  const { accessTokens } = q.t;
+  yield* changes(q.db.update(accessTokens).set({ lastUsedAt: at }).where(eq(accessTokens.id, id)));
   tokensByHash.update(tokenHash, (found) => ({ ...found, token: { ...found.token, lastUsedAt: at } }));
-}
+});
 
-export function listAccessTokensByUserId(userId: string): AccessToken[] {
-  return getDb()
-    .select()
-    .from(accessTokens)
-    .where(eq(accessTokens.userId, userId))
-    .orderBy(desc(accessTokens.createdAt))
-    .all();
-}
+export const listAccessTokensByUserId = defineQuery(function* (q, userId: string): Program<AccessToken[]> {
+  const { accessTokens } = q.t;
+  return yield* rows(
+    q.db
+      .select()
+      .from(accessTokens)
+      .where(eq(accessTokens.userId, userId))
+      .orderBy(desc(accessTokens.createdAt)),
+  );
+});
 
 /** Revokes a token of this user; returns false when there is no such unrevoked token. */
-export function revokeAccessTokenById(id: string, userId: string): boolean {
-  const result = getDb()
-    .update(accessTokens)
-    .set({ revokedAt: Date.now() })
-    .where(and(eq(accessTokens.id, id), eq(accessTokens.userId, userId), isNull(accessTokens.revokedAt)))
-    .run();
+export const revokeAccessTokenById = defineQuery(function* (q, id: string, userId: string): Program<boolean> {
+  const { accessTokens } = q.t;
+  const changed = yield* changes(
+    q.db
+      .update(accessTokens)
+      .set({ revokedAt: Date.now() })
+      .where(and(eq(accessTokens.id, id), eq(accessTokens.userId, userId), isNull(accessTokens.revokedAt))),
+  );
   tokensByHash.clear();
-  return result.changes > 0;
-}
+  return changed > 0;
+});
 
-export function revokeAccessTokenByHash(tokenHash: string): boolean {
-  const result = getDb()
-    .update(accessTokens)
-    .set({ revokedAt: Date.now() })
-    .where(and(eq(accessTokens.tokenHash, tokenHash), isNull(accessTokens.revokedAt)))
-    .run();
+export const revokeAccessTokenByHash = defineQuery(function* (q, tokenHash: string): Program<boolean> {
+  const { accessTokens } = q.t;
+  const changed = yield* changes(
+    q.db
+      .update(accessTokens)
+      .set({ revokedAt: Date.now() })
+      .where(and(eq(accessTokens.tokenHash, tokenHash), isNull(accessTokens.revokedAt))),
+  );
   tokensByHash.delete(tokenHash);
-  return result.changes > 0;
-}
+  return changed > 0;
+});
 
 /** Revokes every unrevoked personal access token of the user; returns how many. */
-export function revokeAccessTokensByUserId(userId: string): number {
-  const result = getDb()
-    .update(accessTokens)
-    .set({ revokedAt: Date.now() })
-    .where(and(eq(accessTokens.userId, userId), isNull(accessTokens.revokedAt)))
-    .run();
+export const revokeAccessTokensByUserId = defineQuery(function* (q, userId: string): Program<number> {
+  const { accessTokens } = q.t;
+  const changed = yield* changes(
+    q.db
+      .update(accessTokens)
+      .set({ revokedAt: Date.now() })
+      .where(and(eq(accessTokens.userId, userId), isNull(accessTokens.revokedAt))),
+  );
   tokensByHash.clear();
-  return result.changes;
-}
+  return changed;
+});

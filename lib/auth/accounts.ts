@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { deleteOAuthGrantsByUserId } from '@/db/queries/oauth';
 import { revokeAccessTokensByUserId } from '@/db/queries/tokens';
-import { inTransaction } from '@/db/queries/transaction';
 import {
   createUser,
   getUserByEmail,
@@ -11,6 +10,7 @@ import {
   setUserPasswordHash,
   type User,
 } from '@/db/queries/users';
+import { defineQuery, inTransaction, type Program, type QueryContext } from '@/db/run';
 import { hashPassword, passwordRules } from './password';
 
 export const emailSchema = z.email('Enter a valid email address.').max(254).transform((email) => email.trim().toLowerCase());
@@ -30,16 +30,21 @@ export async function registerUser(input: { email: unknown; password: unknown; n
   const name = typeof input.name === 'string' && input.name.trim() ? input.name.trim().slice(0, 100) : null;
   // Hashed before looking the email up: saying that an account exists costs a hash, as a sign-in does.
   const passwordHash = await hashPassword(password.data);
-  if (getUserByEmail(email.data)) {
+  if (await getUserByEmail(email.data)) {
     return { ok: false, field: 'email', message: 'An account with this email already exists. Sign in instead.' };
   }
   try {
-    return { ok: true, user: createUser({ email: email.data, name, passwordHash }) };
+    return { ok: true, user: await createUser({ email: email.data, name, passwordHash }) };
   } catch (error) {
     // Two sign-ups raced for the same email: the unique index decided.
-    if (String(error).includes('UNIQUE')) return { ok: false, field: 'email', message: 'An account with this email already exists. Sign in instead.' };
+    if (isUniqueViolation(error)) return { ok: false, field: 'email', message: 'An account with this email already exists. Sign in instead.' };
     throw error;
   }
+}
+
+/** SQLite says "UNIQUE constraint failed"; PostgreSQL's error (wrapped by drizzle) carries code 23505. */
+function isUniqueViolation(error: unknown): boolean {
+  return String(error).includes('UNIQUE') || (error as { cause?: { code?: unknown } } | null)?.cause?.code === '23505';
 }
 
 /**
@@ -55,12 +60,12 @@ export async function setPassword(
   if (!email.success) return { ok: false, message: email.error.issues[0].message };
   const password = passwordSchema.safeParse(passwordInput);
   if (!password.success) return { ok: false, message: `Password: ${password.error.issues[0].message}` };
-  const user = getUserByEmail(email.data);
+  const user = await getUserByEmail(email.data);
   if (!user) return { ok: false, message: `No user with email ${email.data}. Create one with token:create or sign up.` };
   const passwordHash = await hashPassword(password.data);
-  inTransaction(() => {
-    setUserPasswordHash(user.id, passwordHash);
-    if (options.alsoTokensAndApps) endTokensAndApps(user.id);
+  await inTransaction(function* (q) {
+    yield* setUserPasswordHash.program(q, user.id, passwordHash);
+    if (options.alsoTokensAndApps) yield* endTokensAndApps(q, user.id);
   });
   return { ok: true };
 }
@@ -70,17 +75,17 @@ export async function setPassword(
  * `alsoTokensAndApps`, their personal access tokens are revoked and their connected apps disconnected
  * too, so no client keeps acting for them.
  */
-export function endAllSessions(userId: string, options: { alsoTokensAndApps: boolean } = { alsoTokensAndApps: false }): void {
-  inTransaction(() => {
-    incrementUserSessionGeneration(userId);
-    if (options.alsoTokensAndApps) endTokensAndApps(userId);
+export async function endAllSessions(userId: string, options: { alsoTokensAndApps: boolean } = { alsoTokensAndApps: false }): Promise<void> {
+  await inTransaction(function* (q) {
+    yield* incrementUserSessionGeneration.program(q, userId);
+    if (options.alsoTokensAndApps) yield* endTokensAndApps(q, userId);
   });
 }
 
 /** Every personal access token and connected app of the user: no client keeps acting for them. */
-function endTokensAndApps(userId: string): void {
-  revokeAccessTokensByUserId(userId);
-  deleteOAuthGrantsByUserId(userId);
+function* endTokensAndApps(q: QueryContext, userId: string): Program<void> {
+  yield* revokeAccessTokensByUserId.program(q, userId);
+  yield* deleteOAuthGrantsByUserId.program(q, userId);
 }
 
 /**
@@ -89,11 +94,12 @@ function endTokensAndApps(userId: string): void {
  * it may be someone who got there before the owner. So the password goes, and with it every session,
  * personal access token and connected app it could have made; the owner signs in with the provider.
  */
-export function linkAccountByProvenEmail(user: User, account: { provider: string; providerAccountId: string }): void {
-  inTransaction(() => {
-    insertLinkedAccount({ provider: account.provider, providerAccountId: account.providerAccountId, userId: user.id });
+export const linkAccountByProvenEmail = defineQuery(
+  function* (q, user: User, account: { provider: string; providerAccountId: string }): Program<void> {
+    yield* insertLinkedAccount.program(q, { provider: account.provider, providerAccountId: account.providerAccountId, userId: user.id });
     if (user.passwordHash === null) return;
-    removeUserPassword(user.id);
-    endTokensAndApps(user.id);
-  });
-}
+    yield* removeUserPassword.program(q, user.id);
+    yield* endTokensAndApps(q, user.id);
+  },
+  { transaction: 'immediate' },
+);

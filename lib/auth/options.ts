@@ -10,6 +10,7 @@ import {
   insertLinkedAccount,
   upgradeUserPasswordHash,
 } from '@/db/queries/users';
+import { inTransaction } from '@/db/run';
 import { getEnv } from '@/lib/env';
 import { linkAccountByProvenEmail } from './accounts';
 import { defaultCallbackPath, safeCallbackPath } from './callback-url';
@@ -42,32 +43,30 @@ type GithubProfileWithEmails = GithubProfile & { verifiedPrimaryEmail?: string |
 export function resolveOAuthSignIn(
   identity: OAuthIdentity,
   context: { signedInUserId: string | null; allowSignup: boolean },
-): { ok: true; userId: string } | { ok: false; refusal: OAuthRefusal } {
-  const linked = getLinkedAccountByProviderAccountId(identity.provider, identity.providerAccountId);
-  if (linked) {
-    if (context.signedInUserId && context.signedInUserId !== linked.userId) return { ok: false, refusal: 'OAuthAccountLinkedElsewhere' };
-    return { ok: true, userId: linked.userId };
-  }
-  const link = (userId: string) => {
-    insertLinkedAccount({ provider: identity.provider, providerAccountId: identity.providerAccountId, userId });
-    return { ok: true as const, userId };
-  };
-  if (context.signedInUserId) return link(context.signedInUserId);
-  if (!identity.email || !identity.emailVerified) return { ok: false, refusal: 'OAuthEmailNotVerified' };
-  const email = identity.email.trim().toLowerCase();
-  const existing = getUserByEmail(email);
-  if (existing) {
-    linkAccountByProvenEmail(existing, { provider: identity.provider, providerAccountId: identity.providerAccountId });
-    return { ok: true, userId: existing.id };
-  }
-  if (!context.allowSignup) return { ok: false, refusal: 'SignupClosed' };
-  const created = createUserWithLinkedAccount({
-    email,
-    name: identity.name,
-    provider: identity.provider,
-    providerAccountId: identity.providerAccountId,
+): Promise<{ ok: true; userId: string } | { ok: false; refusal: OAuthRefusal }> {
+  // One transaction: the account cannot be linked by another sign-in between this one's read and write.
+  return inTransaction(function* (q) {
+    const linked = yield* getLinkedAccountByProviderAccountId.program(q, identity.provider, identity.providerAccountId);
+    if (linked) {
+      if (context.signedInUserId && context.signedInUserId !== linked.userId) return { ok: false, refusal: 'OAuthAccountLinkedElsewhere' } as const;
+      return { ok: true, userId: linked.userId } as const;
+    }
+    const account = { provider: identity.provider, providerAccountId: identity.providerAccountId };
+    if (context.signedInUserId) {
+      yield* insertLinkedAccount.program(q, { ...account, userId: context.signedInUserId });
+      return { ok: true, userId: context.signedInUserId } as const;
+    }
+    if (!identity.email || !identity.emailVerified) return { ok: false, refusal: 'OAuthEmailNotVerified' } as const;
+    const email = identity.email.trim().toLowerCase();
+    const existing = yield* getUserByEmail.program(q, email);
+    if (existing) {
+      yield* linkAccountByProvenEmail.program(q, existing, account);
+      return { ok: true, userId: existing.id } as const;
+    }
+    if (!context.allowSignup) return { ok: false, refusal: 'SignupClosed' } as const;
+    const created = yield* createUserWithLinkedAccount.program(q, { email, name: identity.name, ...account });
+    return { ok: true, userId: created.id } as const;
   });
-  return { ok: true, userId: created.id };
 }
 
 /** Reads the provider's own word on the email: GitHub's verified primary address, Google's `email_verified`. */
@@ -141,13 +140,13 @@ export function buildAuthOptions(dependencies: AuthDependencies): NextAuthOption
         const attempt = { address: clientAddress(new Headers(request?.headers ?? {})), email };
         const verdict = await throttleSignIn(attempt);
         if (!verdict.allowed) throw new Error(tooManyAttemptsError(verdict.retryAfterSeconds));
-        const user = getUserByEmail(email);
+        const user = await getUserByEmail(email);
         if (!user) {
           await burnDummyHash(password);
           return null;
         }
         if (!(await verifyPassword(password, user.passwordHash))) return null;
-        if (needsRehash(user.passwordHash)) upgradeUserPasswordHash(user.id, user.passwordHash!, await hashPassword(password));
+        if (needsRehash(user.passwordHash)) await upgradeUserPasswordHash(user.id, user.passwordHash!, await hashPassword(password));
         await forgetSignInAttempts(attempt);
         return { id: user.id, email: user.email, name: user.name };
       },
@@ -165,7 +164,7 @@ export function buildAuthOptions(dependencies: AuthDependencies): NextAuthOption
     callbacks: {
       async signIn({ user, account, profile }) {
         if (!account || account.provider === 'credentials') return true;
-        const decision = resolveOAuthSignIn(oauthIdentity(account, profile, user.name), {
+        const decision = await resolveOAuthSignIn(oauthIdentity(account, profile, user.name), {
           signedInUserId: await dependencies.signedInUserId(),
           allowSignup: getEnv().allowSignup,
         });
@@ -174,8 +173,10 @@ export function buildAuthOptions(dependencies: AuthDependencies): NextAuthOption
       async jwt({ token, user, account }) {
         if (user && account) {
           const userId =
-            account.provider === 'credentials' ? user.id : getLinkedAccountByProviderAccountId(account.provider, String(account.providerAccountId))?.userId;
-          const local = userId ? getUserById(userId) : undefined;
+            account.provider === 'credentials'
+              ? user.id
+              : (await getLinkedAccountByProviderAccountId(account.provider, String(account.providerAccountId)))?.userId;
+          const local = userId ? await getUserById(userId) : undefined;
           if (!local) throw new Error('The signed-in account no longer exists.');
           token.uid = local.id;
           token.gen = local.sessionGeneration;
@@ -187,7 +188,7 @@ export function buildAuthOptions(dependencies: AuthDependencies): NextAuthOption
        * before the user's current session generation, or for a deleted user, is a session without a user.
        */
       async session({ session, token }) {
-        const user = typeof token.uid === 'string' ? getUserById(token.uid) : undefined;
+        const user = typeof token.uid === 'string' ? await getUserById(token.uid) : undefined;
         const generation = typeof token.gen === 'number' ? token.gen : 0;
         if (!user || user.sessionGeneration !== generation) return { expires: session.expires };
         return { ...session, user: { ...session.user, id: user.id } };

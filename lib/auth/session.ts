@@ -12,7 +12,7 @@ import { getAuthOptions } from './options';
 export async function getCurrentUser(): Promise<User | null> {
   const session = await getServerSession(getAuthOptions());
   const id = (session?.user as { id?: string } | undefined)?.id;
-  return id ? (getUserById(id) ?? null) : null;
+  return id ? ((await getUserById(id)) ?? null) : null;
 }
 
 /** For pages: the signed-in user, or a redirect to sign-in that says why and comes back here. */
@@ -35,7 +35,12 @@ const sessionRecheckMs = 2000;
  */
 export function whenSessionsEnd(user: User, signal: AbortSignal, end: () => void): void {
   const timer = setInterval(() => {
-    if (getUserById(user.id)?.sessionGeneration !== user.sessionGeneration) end();
+    getUserById(user.id).then(
+      (current) => {
+        if (current?.sessionGeneration !== user.sessionGeneration && !signal.aborted) end();
+      },
+      (error: unknown) => console.error(`Could not re-read the session of user ${user.id}:`, error),
+    );
   }, sessionRecheckMs);
   timer.unref?.();
   signal.addEventListener('abort', () => clearInterval(timer), { once: true });

@@ -21,13 +21,13 @@ export function hashToken(token: string): string {
   return createHash('sha256').update(token).digest('hex');
 }
 
-/** Creates a personal access token; the clear token is returned once and never stored. */
-export function issueAccessToken(input: { userId: string; name: string; expiresAt?: number | null }): {
+/** Creates a personal access token; the clear token is given once and never stored. */
+export async function issueAccessToken(input: { userId: string; name: string; expiresAt?: number | null }): Promise<{
   token: string;
   record: AccessToken;
-} {
+}> {
   const token = tokenPrefix + randomBytes(32).toString('base64url');
-  const record = insertAccessToken({
+  const record = await insertAccessToken({
     userId: input.userId,
     name: input.name,
     tokenHash: hashToken(token),
@@ -42,10 +42,10 @@ export type TokenCheck =
   | { ok: false; reason: 'missing' | 'malformed' | 'unknown' | 'revoked' | 'expired' | 'wrong_audience' | 'insufficient_scope' };
 
 /**
- * Reads `Authorization: Bearer <token>` and says who it belongs to, or why it is refused: a personal
- * access token (`mcp_pat_…`), or an OAuth access token this server issued for `appUrl`'s /mcp.
+ * Reads `Authorization: Bearer <token>` and resolves with who it belongs to, or why it is refused: a
+ * personal access token (`mcp_pat_…`), or an OAuth access token this server issued for `appUrl`'s /mcp.
  */
-export function verifyBearer(authorization: string | null, appUrl: string): TokenCheck {
+export async function verifyBearer(authorization: string | null, appUrl: string): Promise<TokenCheck> {
   // Another scheme (Basic, Digest…) carries no bearer token: the same as none at all (RFC 6750 section 3.1).
   if (!authorization || !/^Bearer(\s|$)/i.test(authorization)) return { ok: false, reason: 'missing' };
   const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
@@ -53,34 +53,34 @@ export function verifyBearer(authorization: string | null, appUrl: string): Toke
   if (!match[1].startsWith(tokenPrefix)) return verifyOAuthAccessToken(match[1], appUrl);
   if (!tokenPattern.test(match[1])) return { ok: false, reason: 'malformed' };
   const tokenHash = hashToken(match[1]);
-  const found = getAccessTokenByHash(tokenHash);
+  const found = await getAccessTokenByHash(tokenHash);
   if (!found) return { ok: false, reason: 'unknown' };
   const now = Date.now();
   if (found.token.revokedAt !== null) return { ok: false, reason: 'revoked' };
   if (found.token.expiresAt !== null && found.token.expiresAt <= now) return { ok: false, reason: 'expired' };
   if (found.token.lastUsedAt === null || now - found.token.lastUsedAt >= lastUsedResolutionMs) {
-    markAccessTokenUsed(found.token.id, tokenHash, now);
+    await markAccessTokenUsed(found.token.id, tokenHash, now);
   }
   return { ok: true, user: found.user, tokenId: found.token.id };
 }
 
-/** Whether a token can still be used: for streams that outlive the request that opened them. */
-export function isAccessTokenActive(tokenId: string): boolean {
+/** Resolves with whether a token can still be used: for streams that outlive the request that opened them. */
+export async function isAccessTokenActive(tokenId: string): Promise<boolean> {
   if (tokenId.startsWith(oauthTokenIdPrefix)) return isOAuthAccessTokenActive(tokenId);
-  const token = getAccessTokenById(tokenId);
+  const token = await getAccessTokenById(tokenId);
   return Boolean(token && token.revokedAt === null && (token.expiresAt === null || token.expiresAt > Date.now()));
 }
 
-export function listAccessTokens(userId: string): AccessToken[] {
+export function listAccessTokens(userId: string): Promise<AccessToken[]> {
   return listAccessTokensByUserId(userId);
 }
 
-/** Revokes one of the user's tokens; false when it is not theirs or already revoked. */
-export function revokeAccessToken(tokenId: string, userId: string): boolean {
+/** Revokes one of the user's tokens; resolves with false when it is not theirs or already revoked. */
+export function revokeAccessToken(tokenId: string, userId: string): Promise<boolean> {
   return revokeAccessTokenById(tokenId, userId);
 }
 
-/** Revokes a token given in clear; false when it is unknown or already revoked. */
-export function revokeClearToken(token: string): boolean {
+/** Revokes a token given in clear; resolves with false when it is unknown or already revoked. */
+export function revokeClearToken(token: string): Promise<boolean> {
   return revokeAccessTokenByHash(hashToken(token.trim()));
 }

@@ -1,4 +1,5 @@
-import { countLiveMcpSessionsByUserId, endLeastRecentlyUsedMcpSessions, type McpSession } from '@/db/queries/sessions';
+import { inTransaction, lock } from '@/db/run';
+import { countLiveMcpSessionsByUserId, createMcpSession, endLeastRecentlyUsedMcpSessions, type McpSession } from '@/db/queries/sessions';
 import { getEnv } from '@/lib/env';
 import type { TaskEngine } from '@/lib/tasks/engine';
 import { isTerminal } from '@/lib/tasks/states';
@@ -73,11 +74,11 @@ export function takeMcpStreamPlace(userId: string, atCap: 'refuse' | 'allow' = '
 }
 
 /**
- * Whether a request would be answered with a stream: a plain call of a tool that runs as a task, or
- * tasks/result of a task not yet ended. Those are refused up front at the stream cap; every request
- * answered with plain JSON goes through.
+ * Resolves with whether a request would be answered with a stream: a plain call of a tool that runs as
+ * a task, or tasks/result of a task not yet ended. Those are refused up front at the stream cap; every
+ * request answered with plain JSON goes through. Only tasks/result reads the database.
  */
-export function answersWithStream(message: JsonRpcRequest, session: McpSession, engine: TaskEngine, userId: string): boolean {
+export async function answersWithStream(message: JsonRpcRequest, session: McpSession, engine: TaskEngine, userId: string): Promise<boolean> {
   const params = typeof message.params === 'object' && message.params !== null ? (message.params as Record<string, unknown>) : {};
   const hasTasks = session.protocolVersion === tasksProtocolVersion;
   if (message.method === 'tools/call') {
@@ -86,7 +87,7 @@ export function answersWithStream(message: JsonRpcRequest, session: McpSession, 
   }
   if (message.method !== 'tasks/result' || !hasTasks || typeof params.taskId !== 'string') return false;
   try {
-    return !isTerminal(engine.getTaskStatus(params.taskId, userId).status);
+    return !isTerminal((await engine.getTaskStatus(params.taskId, userId)).status);
   } catch {
     // An unknown task is answered with a JSON error.
     return false;
@@ -94,18 +95,30 @@ export function answersWithStream(message: JsonRpcRequest, session: McpSession, 
 }
 
 /**
- * Makes room for one more session of this user. At MCP_MAX_SESSIONS_PER_USER, the least recently used
- * sessions with no stream open here end, so that clients that never DELETE their sessions keep working;
- * when every session at the cap has a stream open, the refusal is thrown. Returns the sessions ended.
+ * Creates a session of this user, making room for it first. At MCP_MAX_SESSIONS_PER_USER, the least
+ * recently used sessions with no stream open here end, so that clients that never DELETE their sessions
+ * keep working; when every session at the cap has a stream open, the promise rejects with the refusal
+ * and nothing changes. Counting, ending and creating are one transaction, taken one at a time per user:
+ * two initializes at once cannot both take the last place. Resolves with the session and the sessions
+ * ended for it.
  */
-export function makeRoomForSession(userId: string, openSessionIds: () => string[]): string[] {
+export function createSessionWithinCap(
+  session: Parameters<typeof createMcpSession>[0],
+  openSessionIds: () => string[],
+): Promise<{ session: McpSession; ended: string[] }> {
   const limit = getEnv().MCP_MAX_SESSIONS_PER_USER;
-  const excess = countLiveMcpSessionsByUserId(userId) - limit + 1;
-  if (excess <= 0) return [];
-  const inUse = new Set(openSessionIds());
-  const ended = endLeastRecentlyUsedMcpSessions(userId, excess, (sessionId) => inUse.has(sessionId));
-  if (ended.length < excess) throw sessionCapRefusal(limit);
-  return ended;
+  const userId = session.userId;
+  return inTransaction(function* (q) {
+    yield* lock(q, 'mcp-sessions-of-user:' + userId);
+    const excess = (yield* countLiveMcpSessionsByUserId.program(q, userId)) - limit + 1;
+    let ended: string[] = [];
+    if (excess > 0) {
+      const inUse = new Set(openSessionIds());
+      ended = yield* endLeastRecentlyUsedMcpSessions.program(q, userId, excess, (sessionId) => inUse.has(sessionId));
+      if (ended.length < excess) throw sessionCapRefusal(limit);
+    }
+    return { session: yield* createMcpSession.program(q, session), ended };
+  });
 }
 
 function sessionCapRefusal(limit: number): HttpError {

@@ -13,7 +13,8 @@ const idPrefix = 'client:';
 export class ClientRequests {
   private readonly pending = new Map<string, Pending>();
 
-  constructor(private readonly deliver: (sessionId: string, message: Record<string, unknown>, stream: string | null) => void) {}
+  /** `deliver` stores the request for the session's stream, and rejects when it cannot. */
+  constructor(private readonly deliver: (sessionId: string, message: Record<string, unknown>, stream: string | null) => Promise<void>) {}
 
   /** Sends on one of the session's streams: its GET stream (null), or the response stream the matter began on. */
   send(
@@ -31,8 +32,21 @@ export class ClientRequests {
       }, timeoutMs);
       timer.unref?.();
       this.pending.set(id, { resolve, reject, timer });
-      this.deliver(sessionId, { jsonrpc: '2.0', id, method, params }, stream);
+      // A request that could not be sent fails at once rather than at its timeout.
+      this.deliver(sessionId, { jsonrpc: '2.0', id, method, params }, stream).catch((error: unknown) => {
+        if (!this.pending.delete(id)) return;
+        clearTimeout(timer);
+        reject(error instanceof Error ? error : new Error(String(error)));
+      });
     });
+  }
+
+  /**
+   * Sends a request whose answer nobody waits for (the client's reply is taken and dropped); resolves
+   * once it is stored for the stream, so that what is sent after it comes after it.
+   */
+  post(sessionId: string, method: string, params: Record<string, unknown>, stream: string | null = null): Promise<void> {
+    return this.deliver(sessionId, { jsonrpc: '2.0', id: `${idPrefix}${randomUUID()}`, method, params }, stream);
   }
 
   /** Settles the request a response answers; false when the response is not for one of these. */

@@ -34,13 +34,13 @@ export async function followClientTask(options: {
   let interval = pace(options.pollIntervalMs);
   let failures = 0;
   const stillOpen = () => engine.inputs.isPending(inputId);
-  while (stillOpen()) {
+  while (await stillOpen()) {
     if (failures >= maxFailures) {
-      engine.inputs.forgetClientTask(inputId);
+      await engine.inputs.forgetClientTask(inputId);
       return;
     }
     await sleep(interval);
-    if (!stillOpen()) return;
+    if (!(await stillOpen())) return;
     try {
       const task = await requests.send(sessionId, 'tasks/get', { taskId: clientTaskId }, stream);
       failures = 0;
@@ -49,14 +49,14 @@ export async function followClientTask(options: {
       // stream to ask its own questions, and the call blocks until the task is done.
       if (task.status === 'completed' || task.status === 'input_required') {
         const result = await requests.send(sessionId, 'tasks/result', { taskId: clientTaskId }, stream, resultTimeoutMs(task.ttl));
-        const outcome = engine.inputs.answer(inputId, options.userId, result, 'client', options.label, clientTaskVia(clientTaskId));
-        if (!outcome.ok && outcome.reason === 'invalid') engine.inputs.forgetClientTask(inputId);
+        const outcome = await engine.inputs.answer(inputId, options.userId, result, 'client', options.label, clientTaskVia(clientTaskId));
+        if (!outcome.ok && outcome.reason === 'invalid') await engine.inputs.forgetClientTask(inputId);
         return;
       }
       // A failed or cancelled client task: the question is asked again like any other (and stays
       // open in the dashboard).
       if (task.status === 'failed' || task.status === 'cancelled') {
-        engine.inputs.forgetClientTask(inputId);
+        await engine.inputs.forgetClientTask(inputId);
         return;
       }
     } catch {

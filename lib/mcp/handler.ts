@@ -1,4 +1,4 @@
-import { createMcpSession, endMcpSession, getMcpSessionById, touchMcpSession, type McpSession } from '@/db/queries/sessions';
+import { endMcpSession, getMcpSessionById, touchMcpSession, type McpSession } from '@/db/queries/sessions';
 import { mcpScope, resourceMetadataUrl } from '@/lib/auth/oauth/metadata';
 import { verifyBearer } from '@/lib/auth/tokens';
 import type { TaskEngine } from '@/lib/tasks/engine';
@@ -32,7 +32,7 @@ import {
   type JsonRpcRequest,
   type JsonRpcResponse,
 } from './schema';
-import { answersWithStream, makeRoomForSession, takeMcpStreamPlace, type StreamPlace } from './caps';
+import { answersWithStream, createSessionWithinCap, takeMcpStreamPlace, type StreamPlace } from './caps';
 import { followClientTask } from './client-task-poller';
 import { canCancelTasks, clientLabel, forgetAnsweredCopies, markCopyAnswered, parseInputRequestId } from './input-requests';
 import { getRateLimits } from './rate-limit';
@@ -102,7 +102,7 @@ function originCheckOf(ctx: McpContext): (origin: string) => boolean {
 export async function handleMcp(request: McpHttpRequest, ctx: McpContext, facts: RequestFacts = {}): Promise<McpReply> {
   try {
     requireAllowedOrigin(request, originCheckOf(ctx));
-    const caller = authenticate(request.header('authorization'), ctx.appUrl);
+    const caller = await authenticate(request.header('authorization'), ctx.appUrl);
     facts.caller = caller;
     const posted = request.method === 'POST' ? await readMessage(request, ctx.maxBodyBytes) : undefined;
     if (posted?.ok) facts.message = summarizeMessage(posted.value);
@@ -112,9 +112,9 @@ export async function handleMcp(request: McpHttpRequest, ctx: McpContext, facts:
       case 'POST':
         return posted!.ok ? await handlePost(posted!.value, request, ctx, caller, facts) : posted!.reply;
       case 'GET':
-        return handleGet(request, ctx, caller, facts);
+        return await handleGet(request, ctx, caller, facts);
       case 'DELETE':
-        return handleDelete(request, ctx, caller.userId, facts);
+        return await handleDelete(request, ctx, caller.userId, facts);
       default:
         throw new HttpError(405, ErrorCode.InvalidRequest, `Method Not Allowed: use POST, GET or DELETE`, {
           Allow: 'GET, POST, DELETE',
@@ -163,8 +163,8 @@ function bearerChallenge(params: Record<string, string>): string {
   return `Bearer ${quoted.join(', ')}`;
 }
 
-function authenticate(authorization: string | null, appUrl: string): Caller {
-  const check = verifyBearer(authorization, appUrl);
+async function authenticate(authorization: string | null, appUrl: string): Promise<Caller> {
+  const check = await verifyBearer(authorization, appUrl);
   if (check.ok) return { userId: check.user.id, tokenId: check.tokenId };
   const description = {
     missing: 'An access token is required: send Authorization: Bearer <token>',
@@ -201,18 +201,18 @@ function requireSupportedVersionHeader(request: McpHttpRequest): void {
   }
 }
 
-/** The caller's live session named by Mcp-Session-Id: 400 without one, 404 for any other. */
-function requireSession(request: McpHttpRequest, userId: string, facts: RequestFacts): McpSession {
+/** Resolves with the caller's live session named by Mcp-Session-Id: 400 without one, 404 for any other. */
+async function requireSession(request: McpHttpRequest, userId: string, facts: RequestFacts): Promise<McpSession> {
   const sessionId = request.header(sessionHeader);
   if (!sessionId) {
     throw new HttpError(400, ErrorCode.InvalidRequest, 'Bad Request: Mcp-Session-Id header is required; call initialize first');
   }
-  const session = getMcpSessionById(sessionId);
+  const session = await getMcpSessionById(sessionId);
   if (!session || session.userId !== userId || session.endedAt !== null) {
     throw new HttpError(404, ErrorCode.InvalidRequest, 'Session not found: it has ended or never existed; initialize a new one');
   }
   const now = Date.now();
-  if (now - session.lastSeenAt >= sessionTouchMs) touchMcpSession(session.id, now);
+  if (now - session.lastSeenAt >= sessionTouchMs) await touchMcpSession(session.id, now);
   facts.session = session;
   return session;
 }
@@ -224,9 +224,9 @@ async function handlePost(parsed: unknown, request: McpHttpRequest, ctx: McpCont
   if (incoming.kind === 'request' && incoming.message.method === 'initialize') {
     return initialize(incoming.message, ctx, caller.userId, facts);
   }
-  const session = requireSession(request, caller.userId, facts);
+  const session = await requireSession(request, caller.userId, facts);
   if (incoming.kind === 'notification') {
-    receiveNotification(incoming.message, ctx, session);
+    await receiveNotification(incoming.message, ctx, session);
     return emptyReply(202);
   }
   if (incoming.kind === 'response') return receiveResponse(incoming.message, ctx, session, caller);
@@ -238,7 +238,7 @@ async function handlePost(parsed: unknown, request: McpHttpRequest, ctx: McpCont
  * accepted and ignored. An answer that does not fit the question is refused (400) and the question
  * stays open.
  */
-function receiveResponse(message: JsonRpcResponse, ctx: McpContext, session: McpSession, caller: Caller): McpReply {
+async function receiveResponse(message: JsonRpcResponse, ctx: McpContext, session: McpSession, caller: Caller): Promise<McpReply> {
   if (ctx.streams.clientRequests.settle(message)) return emptyReply(202);
   const target = parseInputRequestId(message.id);
   if (!target) return emptyReply(202);
@@ -246,13 +246,13 @@ function receiveResponse(message: JsonRpcResponse, ctx: McpContext, session: Mcp
   markCopyAnswered(session.id, via);
   const label = clientLabel(session);
   if (!('result' in message)) {
-    ctx.engine.inputs.refuse(target.inputId, caller.userId, message.error, label, via);
+    await ctx.engine.inputs.refuse(target.inputId, caller.userId, message.error, label, via);
     return emptyReply(202);
   }
   const clientTask = (message.result as { task?: { taskId?: unknown; pollInterval?: unknown } }).task;
   if (clientTask && typeof clientTask.taskId === 'string') {
-    const stream = ctx.streams.streamOfRequest(session.id, via);
-    if (ctx.engine.inputs.claimForClientTask(target.inputId, caller.userId, clientTask.taskId)) {
+    const stream = await ctx.streams.streamOfRequest(session.id, via);
+    if (await ctx.engine.inputs.claimForClientTask(target.inputId, caller.userId, clientTask.taskId)) {
       // The client took the question as a task of its own: follow it until it has the answer.
       followClientTask({
         engine: ctx.engine,
@@ -271,7 +271,7 @@ function receiveResponse(message: JsonRpcResponse, ctx: McpContext, session: Mcp
     }
     return emptyReply(202);
   }
-  const outcome = ctx.engine.inputs.answer(target.inputId, caller.userId, message.result, 'client', label, via);
+  const outcome = await ctx.engine.inputs.answer(target.inputId, caller.userId, message.result, 'client', label, via);
   if (!outcome.ok && outcome.reason === 'invalid') {
     return jsonReply(rpcErrorBody(null, { code: ErrorCode.InvalidParams, message: outcome.message, data: { fieldErrors: outcome.fieldErrors } }), 400);
   }
@@ -282,12 +282,12 @@ function receiveResponse(message: JsonRpcResponse, ctx: McpContext, session: Mcp
  * Cancelling a plain tools/call cancels the task it started, even after the client dropped the call's
  * stream; the call itself is stopped first, so that it sends no response.
  */
-function receiveNotification(message: JsonRpcNotification, ctx: McpContext, session: McpSession): void {
+async function receiveNotification(message: JsonRpcNotification, ctx: McpContext, session: McpSession): Promise<void> {
   if (message.method !== 'notifications/cancelled') return;
   const requestId = message.params?.requestId;
   if (typeof requestId === 'string' || typeof requestId === 'number') {
     inFlight.get(inFlightKey(session.id, requestId))?.abort(new DOMException('Cancelled by the client', 'AbortError'));
-    ctx.engine.cancelCallTask(session.id, requestId, session.userId);
+    await ctx.engine.cancelCallTask(session.id, requestId, session.userId);
   }
 }
 
@@ -298,7 +298,7 @@ function receiveNotification(message: JsonRpcNotification, ctx: McpContext, sess
  * each response as it is ready. That stream cannot be resumed: clients of 2025-03-26 need not resume.
  */
 async function handleBatch(request: McpHttpRequest, messages: unknown[], ctx: McpContext, caller: Caller, facts: RequestFacts): Promise<McpReply> {
-  const session = requireSession(request, caller.userId, facts);
+  const session = await requireSession(request, caller.userId, facts);
   if (session.protocolVersion !== batchProtocolVersion) {
     throw new RpcError(ErrorCode.InvalidRequest, 'Invalid Request: batches are not supported; send one JSON-RPC message per POST');
   }
@@ -328,12 +328,14 @@ async function handleBatch(request: McpHttpRequest, messages: unknown[], ctx: Mc
     return responses.length > 0 ? jsonReply(responses) : emptyReply(202);
   }
   const opened = stream!;
-  void Promise.all(
+  Promise.all(
     replies.map(async (pending) => {
       const reply = await pending;
       if (reply) opened.send(reply);
     }),
-  ).then(() => opened.close());
+  )
+    .catch((error: unknown) => console.error('MCP batch: a member failed after the answer became a stream', error))
+    .finally(() => opened.close());
   return streamReply(opened);
 }
 
@@ -364,11 +366,11 @@ async function answerBatchMember(
     return { ...rpcErrorBody(null, toErrorObject(error, 'batch')), id: null };
   }
   if (incoming.kind === 'notification') {
-    receiveNotification(incoming.message, ctx, session);
+    await receiveNotification(incoming.message, ctx, session);
     return null;
   }
   if (incoming.kind === 'response') {
-    const taken = receiveResponse(incoming.message, ctx, session, caller);
+    const taken = await receiveResponse(incoming.message, ctx, session, caller);
     return 'json' in taken && taken.json ? { ...(taken.json as Record<string, unknown>), id: null } : null;
   }
   const { id, method, params } = incoming.message;
@@ -385,6 +387,7 @@ async function answerBatchMember(
     requestId: id,
     signal: AbortSignal.any([cancel.signal, request.signal]),
     heartbeatMs: ctx.heartbeatMs,
+    questionRelaysSettled: (taskId) => ctx.streams.questionRelaysSettled(taskId),
     send: (outgoing) => {
       stream.open();
       stream.send(outgoing);
@@ -401,7 +404,7 @@ async function answerBatchMember(
   }
 }
 
-function initialize(message: JsonRpcRequest, ctx: McpContext, userId: string, facts: RequestFacts): McpReply {
+async function initialize(message: JsonRpcRequest, ctx: McpContext, userId: string, facts: RequestFacts): Promise<McpReply> {
   let params;
   try {
     params = parseParams(initializeParamsSchema, message.params);
@@ -412,22 +415,25 @@ function initialize(message: JsonRpcRequest, ctx: McpContext, userId: string, fa
   const protocolVersion = (supportedProtocolVersions as readonly string[]).includes(params.protocolVersion)
     ? params.protocolVersion
     : latestProtocolVersion;
-  let endedToMakeRoom: string[];
+  let opened: Awaited<ReturnType<typeof createSessionWithinCap>>;
   try {
-    endedToMakeRoom = makeRoomForSession(userId, () => ctx.streams.openSessionIds());
+    opened = await createSessionWithinCap(
+      {
+        id: crypto.randomUUID(),
+        userId,
+        protocolVersion,
+        clientName: params.clientInfo.name,
+        clientVersion: params.clientInfo.version,
+        clientCapabilities: params.capabilities,
+      },
+      () => ctx.streams.openSessionIds(),
+    );
   } catch (error) {
     if (isHttpError(error)) return httpErrorReply(error, message.id);
     throw error;
   }
-  for (const sessionId of endedToMakeRoom) stopSessionWork(ctx, sessionId);
-  const session = createMcpSession({
-    id: crypto.randomUUID(),
-    userId,
-    protocolVersion,
-    clientName: params.clientInfo.name,
-    clientVersion: params.clientInfo.version,
-    clientCapabilities: params.capabilities,
-  });
+  for (const sessionId of opened.ended) stopSessionWork(ctx, sessionId);
+  const session = opened.session;
   facts.session = session;
   return jsonReply(
     {
@@ -468,7 +474,7 @@ async function respond(
   caller: Caller,
 ): Promise<McpReply> {
   let streamPlace: StreamPlace | undefined;
-  if (answersWithStream(message, session, ctx.engine, caller.userId)) {
+  if (await answersWithStream(message, session, ctx.engine, caller.userId)) {
     try {
       streamPlace = takeMcpStreamPlace(caller.userId);
     } catch (error) {
@@ -502,6 +508,7 @@ async function respond(
     requestId: message.id,
     signal: cancel.signal,
     heartbeatMs: ctx.heartbeatMs,
+    questionRelaysSettled: (taskId) => ctx.streams.questionRelaysSettled(taskId),
     send: (outgoing) => {
       openStream();
       ctx.streams.sendOnResponse(session.id, streamKey, outgoing);
@@ -528,7 +535,9 @@ async function respond(
     streamPlace?.release();
     return jsonReply(first);
   }
-  void reply.then((final) => finishResponseStream(ctx, session.id, streamKey, cancel.signal, final));
+  reply
+    .then((final) => finishResponseStream(ctx, session.id, streamKey, cancel.signal, final))
+    .catch((error: unknown) => console.error(`MCP ${JSON.stringify(message.method)}: ending the response stream failed`, error));
   return streamReply(stream!);
 }
 
@@ -546,12 +555,12 @@ function toErrorObject(error: unknown, method: string): JsonRpcErrorObject {
  * The session's GET stream, or, when Last-Event-ID names an event of a POST response stream, the rest
  * of that stream: what it missed, then what comes, ending with the response.
  */
-function handleGet(request: McpHttpRequest, ctx: McpContext, caller: Caller, facts: RequestFacts): McpReply {
+async function handleGet(request: McpHttpRequest, ctx: McpContext, caller: Caller, facts: RequestFacts): Promise<McpReply> {
   if (!accepts(request, 'text/event-stream')) {
     throw new HttpError(406, ErrorCode.InvalidRequest, 'Not Acceptable: the Accept header must include text/event-stream');
   }
-  const session = requireSession(request, caller.userId, facts);
-  const target = ctx.streams.resumeTarget(session.id, request.header('last-event-id'));
+  const session = await requireSession(request, caller.userId, facts);
+  const target = await ctx.streams.resumeTarget(session.id, request.header('last-event-id'));
   if (target.kind === 'unknown') {
     // Never another stream in its place: the client would wait there for messages that never come.
     throw new HttpError(
@@ -565,7 +574,7 @@ function handleGet(request: McpHttpRequest, ctx: McpContext, caller: Caller, fac
   const place = takeMcpStreamPlace(caller.userId, replacing ? 'allow' : 'refuse');
   let stream: SseStream;
   try {
-    stream = openGetStream(ctx, session, caller.userId, target);
+    stream = await openGetStream(ctx, session, caller.userId, target);
   } catch (error) {
     place.release();
     throw error;
@@ -575,7 +584,12 @@ function handleGet(request: McpHttpRequest, ctx: McpContext, caller: Caller, fac
   return streamReply(stream);
 }
 
-function openGetStream(ctx: McpContext, session: McpSession, userId: string, target: Exclude<ResumeTarget, { kind: 'unknown' }>): SseStream {
+async function openGetStream(
+  ctx: McpContext,
+  session: McpSession,
+  userId: string,
+  target: Exclude<ResumeTarget, { kind: 'unknown' }>,
+): Promise<SseStream> {
   if (target.kind === 'session') return ctx.streams.open(session, target.cursor);
   const stream = ctx.streams.readResponse(session.id, target.key, target.cursor);
   if (!target.live && !target.ended) {
@@ -583,9 +597,14 @@ function openGetStream(ctx: McpContext, session: McpSession, userId: string, tar
     // task, or a tasks/result wait, is followed again; any other request is gone, and its stream ends.
     const callTaskId = taskIdOfCallStream(target.key);
     const resultTaskId = taskIdOfResultStream(target.key);
-    if (callTaskId) resumeCall(ctx, session, userId, callTaskId, target.key);
-    else if (resultTaskId) resumeResultWait(ctx, session, userId, resultTaskId, target.key);
-    else stream.close();
+    try {
+      if (callTaskId) await resumeCall(ctx, session, userId, callTaskId, target.key);
+      else if (resultTaskId) await resumeResultWait(ctx, session, userId, resultTaskId, target.key);
+      else stream.close();
+    } catch (error) {
+      stream.close();
+      throw error;
+    }
   }
   return stream;
 }
@@ -593,10 +612,10 @@ function openGetStream(ctx: McpContext, session: McpSession, userId: string, tar
 const streamReply = (stream: SseStream): McpReply => ({ status: 200, headers: {}, stream });
 
 /** Follows a plain call's task again on its stream, for the client resuming it after a restart. */
-function resumeCall(ctx: McpContext, session: McpSession, userId: string, taskId: string, streamKey: string): void {
+async function resumeCall(ctx: McpContext, session: McpSession, userId: string, taskId: string, streamKey: string): Promise<void> {
   let task;
   try {
-    task = ctx.engine.getTask(taskId, userId);
+    task = await ctx.engine.getTask(taskId, userId);
   } catch {
     task = undefined;
   }
@@ -605,15 +624,15 @@ function resumeCall(ctx: McpContext, session: McpSession, userId: string, taskId
     return;
   }
   const progressToken = task.progressToken ?? undefined;
-  const progressSent = progressToken !== undefined ? ctx.streams.lastProgressSent(session.id, streamKey, progressToken) : undefined;
+  const progressSent = progressToken !== undefined ? await ctx.streams.lastProgressSent(session.id, streamKey, progressToken) : undefined;
   answerAgain(ctx, session, userId, task.callRequestId, streamKey, 'tools/call', (requestContext) =>
     followCallTask(requestContext, taskId, progressToken, progressSent),
   );
 }
 
 /** Waits for a task again on a tasks/result stream, for the client resuming it after a restart. */
-function resumeResultWait(ctx: McpContext, session: McpSession, userId: string, taskId: string, streamKey: string): void {
-  const requestId = ctx.streams.requestIdOfResponse(session.id, streamKey);
+async function resumeResultWait(ctx: McpContext, session: McpSession, userId: string, taskId: string, streamKey: string): Promise<void> {
+  const requestId = await ctx.streams.requestIdOfResponse(session.id, streamKey);
   if (requestId === undefined) {
     ctx.streams.endResponse(session.id, streamKey);
     return;
@@ -642,25 +661,28 @@ function answerAgain(
     requestId,
     signal: cancel.signal,
     heartbeatMs: ctx.heartbeatMs,
+    questionRelaysSettled: (taskId) => ctx.streams.questionRelaysSettled(taskId),
     send: (outgoing) => ctx.streams.sendOnResponse(session.id, streamKey, outgoing),
     openStream: () => {},
     isStreamRead: () => ctx.streams.isResponseRead(streamKey),
     disconnect: () => ctx.streams.disconnectResponse(streamKey),
   };
-  void work(requestContext)
-    .then(
-      (result) => ({ jsonrpc: '2.0', id: requestId, result }),
-      (error: unknown) => rpcErrorBody(requestId, toErrorObject(error, method)),
-    )
-    .then((final) => {
+  (async () => {
+    let final: Record<string, unknown>;
+    try {
+      final = { jsonrpc: '2.0', id: requestId, result: await work(requestContext) };
+    } catch (error) {
+      final = rpcErrorBody(requestId, toErrorObject(error, method));
+    } finally {
       inFlight.delete(key);
-      finishResponseStream(ctx, session.id, streamKey, cancel.signal, final);
-    });
+    }
+    finishResponseStream(ctx, session.id, streamKey, cancel.signal, final);
+  })().catch((error: unknown) => console.error(`MCP ${JSON.stringify(method)}: ending the resumed response stream failed`, error));
 }
 
-function handleDelete(request: McpHttpRequest, ctx: McpContext, userId: string, facts: RequestFacts): McpReply {
-  const session = requireSession(request, userId, facts);
-  endMcpSession(session.id, userId);
+async function handleDelete(request: McpHttpRequest, ctx: McpContext, userId: string, facts: RequestFacts): Promise<McpReply> {
+  const session = await requireSession(request, userId, facts);
+  await endMcpSession(session.id, userId);
   stopSessionWork(ctx, session.id);
   return emptyReply(200);
 }

@@ -1,6 +1,6 @@
 import { setMcpSessionLogLevel, type McpSession } from '@/db/queries/sessions';
 import { findTool, tools } from '@/lib/tools';
-import { describeTool, executeTool, ToolProtocolError } from '@/lib/tools/define';
+import { describeTool, executeTool, ToolProtocolError, type LogLevel } from '@/lib/tools/define';
 import { isTaskError, type TaskEngine, type TaskRow } from '@/lib/tasks/engine';
 import { topics } from '@/lib/tasks/bus';
 import { isTerminal } from '@/lib/tasks/states';
@@ -37,6 +37,8 @@ export interface RequestContext {
    * the stream when something else (a task) outlives the request.
    */
   openStream(resumableAs?: string): void;
+  /** Resolves once what a task's questions changed has reached the streams (a result must come after it). */
+  questionRelaysSettled(taskId: string): Promise<void>;
   /** Whether a client is reading the response stream now (it may have dropped it, to resume later). */
   isStreamRead(): boolean;
   /**
@@ -83,7 +85,7 @@ async function callTool(rawParams: unknown, ctx: RequestContext): Promise<Record
     if (tool.taskSupport === 'forbidden') {
       throw new RpcError(ErrorCode.MethodNotFound, `Tool ${tool.name} does not support task-augmented calls; call it without "task"`);
     }
-    const row = createTaskOrRefuse(ctx, { ...newTask, requestedTtlMs: params.task?.ttl });
+    const row = await createTaskOrRefuse(ctx, { ...newTask, requestedTtlMs: params.task?.ttl });
     return {
       task: toTask(row),
       _meta: {
@@ -104,29 +106,34 @@ async function callTool(rawParams: unknown, ctx: RequestContext): Promise<Record
   if (tool.taskSupport === 'optional') {
     // A plain call of a tool that can run as a task still becomes one: durable, in the dashboard, able to
     // ask questions, and unharmed by the client going away. The call answers with the task's result.
-    const row = createTaskOrRefuse(ctx, { ...newTask, callRequestId: ctx.requestId });
+    const row = await createTaskOrRefuse(ctx, { ...newTask, callRequestId: ctx.requestId });
     ctx.openStream(callStreamKey(row.id));
     return followCallTask(ctx, row.id, progressToken);
   }
 
-  const outcome = await executeTool(tool, args, {
-    signal: ctx.signal,
-    progress: (progress, total, message) => {
-      if (progressToken === undefined) return;
-      ctx.send({
-        jsonrpc: '2.0',
-        method: 'notifications/progress',
-        params: { progressToken, progress, ...(total !== undefined ? { total } : {}), ...(message ? { message } : {}) },
-      });
-    },
-    status: () => {},
-    log: (level, data, logger) => {
-      if (isLoggedFor(ctx.session.id, level)) ctx.send(logNotification(level, data, logger));
-    },
-    closeStream: () => ctx.disconnect?.(),
-    elicit: askOnlyInTasks,
-    createMessage: askOnlyInTasks,
-  });
+  const logs = new LogRelay(ctx);
+  let outcome;
+  try {
+    outcome = await executeTool(tool, args, {
+      signal: ctx.signal,
+      progress: (progress, total, message) => {
+        if (progressToken === undefined) return;
+        ctx.send({
+          jsonrpc: '2.0',
+          method: 'notifications/progress',
+          params: { progressToken, progress, ...(total !== undefined ? { total } : {}), ...(message ? { message } : {}) },
+        });
+      },
+      status: () => {},
+      log: (level, data, logger) => logs.log(level, data, logger),
+      closeStream: () => ctx.disconnect?.(),
+      elicit: askOnlyInTasks,
+      createMessage: askOnlyInTasks,
+    });
+  } finally {
+    // What the tool logged goes before its result.
+    await logs.sent();
+  }
   if (outcome.kind === 'error') throw new RpcError(outcome.error.code, outcome.error.message, outcome.error.data);
   return outcome.result as unknown as Record<string, unknown>;
 }
@@ -145,8 +152,9 @@ export async function followCallTask(
   const questions = new QuestionRelay(ctx, taskId, 'unnamed');
   const progress = progressToken !== undefined ? new ProgressRelay(ctx, progressToken, progressSent) : undefined;
   // Log messages are not stored: only a call that is being followed carries them.
+  const logs = new LogRelay(ctx);
   const stopFollowingEvents = ctx.engine.bus.subscribe(topics.task(taskId), (event) => {
-    if (event.type === 'task-log' && isLoggedFor(ctx.session.id, event.level)) ctx.send(logNotification(event.level, event.data, event.logger));
+    if (event.type === 'task-log') logs.log(event.level, event.data, event.logger);
     if (event.type === 'task-stream-close') ctx.disconnect?.();
   });
   try {
@@ -154,20 +162,43 @@ export async function followCallTask(
       taskId,
       ctx.userId,
       ctx.signal,
-      (task) => {
-        questions.sync(task);
+      async (task) => {
+        await questions.sync(task);
         progress?.sync(task);
       },
       progress && ((task) => progress.sync(task)),
     );
-    questions.sync(row);
+    await questions.sync(row);
     progress?.sync(row);
+    await logs.sent();
     return taskResultPayload(row, false);
   } catch (error) {
     throw taskErrorToRpc(error, 'Failed to follow the task of this call');
   } finally {
     stopFollowingEvents();
     progress?.stop();
+  }
+}
+
+/**
+ * Sends a call's log messages that the session's level lets through (read per message), in the order
+ * they were logged; `sent` resolves once every message logged so far is out, and never rejects.
+ */
+class LogRelay {
+  private queue: Promise<void> = Promise.resolve();
+
+  constructor(private readonly ctx: RequestContext) {}
+
+  log(level: LogLevel, data: unknown, logger?: string): void {
+    this.queue = this.queue
+      .then(async () => {
+        if (await isLoggedFor(this.ctx.session.id, level)) this.ctx.send(logNotification(level, data, logger));
+      })
+      .catch((error: unknown) => console.error('A log message for the client was lost', error));
+  }
+
+  sent(): Promise<void> {
+    return this.queue;
   }
 }
 
@@ -255,9 +286,13 @@ class QuestionRelay {
     private readonly relatedTask: RelatedTask,
   ) {}
 
-  sync(task: TaskRow): void {
+  /**
+   * Resolves once the task's questions, as they are now, are carried. The wait for the task awaits each
+   * sync before the next, so syncs never overlap.
+   */
+  async sync(task: TaskRow): Promise<void> {
     const sessionId = this.ctx.session.id;
-    for (const input of this.ctx.engine.inputs.listForTask(this.taskId)) {
+    for (const input of await this.ctx.engine.inputs.listForTask(this.taskId)) {
       let sentId = this.sent.get(input.id);
       if (input.status === 'pending') {
         if (input.clientTaskId) {
@@ -269,7 +304,7 @@ class QuestionRelay {
           sentId = undefined;
         }
         if (!canReceive(this.ctx.session, input.kind)) {
-          this.tellWhereToAnswer(input.id, task);
+          await this.tellWhereToAnswer(input.id, task);
           continue;
         }
         // A client asked here already, or on its open GET stream, is not asked again.
@@ -295,10 +330,10 @@ class QuestionRelay {
    * sent no progressToken for the heartbeats): a log message tells it, once per question, what the
    * task's status says, where the person can answer. A task's client reads the status with tasks/get.
    */
-  private tellWhereToAnswer(inputId: string, task: TaskRow): void {
+  private async tellWhereToAnswer(inputId: string, task: TaskRow): Promise<void> {
     if (this.relatedTask === 'named' || this.toldWhereToAnswer.has(inputId) || !task.statusMessage) return;
     this.toldWhereToAnswer.add(inputId);
-    if (isLoggedFor(this.ctx.session.id, 'notice')) this.ctx.send(logNotification('notice', task.statusMessage, 'mcp-task-server'));
+    if (await isLoggedFor(this.ctx.session.id, 'notice')) this.ctx.send(logNotification('notice', task.statusMessage, 'mcp-task-server'));
   }
 }
 
@@ -307,9 +342,9 @@ async function askOnlyInTasks(): Promise<never> {
   throw new ToolProtocolError(ErrorCode.InvalidRequest, 'This tool asks for input and must be called as a task');
 }
 
-function createTaskOrRefuse(ctx: RequestContext, input: Parameters<TaskEngine['createTask']>[0]) {
+async function createTaskOrRefuse(ctx: RequestContext, input: Parameters<TaskEngine['createTask']>[0]): Promise<TaskRow> {
   try {
-    return ctx.engine.createTask(input);
+    return await ctx.engine.createTask(input);
   } catch (error) {
     if (isTaskError(error) && error.reason === 'limit') throw new RpcError(ErrorCode.InvalidRequest, error.message);
     throw error;
@@ -328,7 +363,7 @@ const methods: Record<string, { handler: MethodHandler; needsTasks?: boolean }> 
   'logging/setLevel': {
     handler: async (rawParams, ctx) => {
       const { level } = parseParams(setLevelParamsSchema, rawParams);
-      setMcpSessionLogLevel(ctx.session.id, level);
+      await setMcpSessionLogLevel(ctx.session.id, level);
       return {};
     },
   },
@@ -338,7 +373,7 @@ const methods: Record<string, { handler: MethodHandler; needsTasks?: boolean }> 
     handler: async (rawParams, ctx) => {
       const { taskId } = parseParams(taskIdParamsSchema, rawParams);
       try {
-        return toTask(ctx.engine.getTaskStatus(taskId, ctx.userId));
+        return toTask(await ctx.engine.getTaskStatus(taskId, ctx.userId));
       } catch (error) {
         throw taskErrorToRpc(error, 'Failed to retrieve task');
       }
@@ -350,7 +385,7 @@ const methods: Record<string, { handler: MethodHandler; needsTasks?: boolean }> 
     handler: async (rawParams, ctx) => {
       const { taskId } = parseParams(taskIdParamsSchema, rawParams);
       try {
-        let row = ctx.engine.getTask(taskId, ctx.userId);
+        let row = await ctx.engine.getTask(taskId, ctx.userId);
         if (!isTerminal(row.status)) {
           ctx.openStream(resultStreamKey(taskId));
           const relay = new QuestionRelay(ctx, taskId, 'named');
@@ -360,7 +395,8 @@ const methods: Record<string, { handler: MethodHandler; needsTasks?: boolean }> 
           } finally {
             release();
           }
-          relay.sync(row);
+          await relay.sync(row);
+          await ctx.questionRelaysSettled(taskId);
         }
         return taskResultPayload(row);
       } catch (error) {
@@ -374,7 +410,7 @@ const methods: Record<string, { handler: MethodHandler; needsTasks?: boolean }> 
     handler: async (rawParams, ctx) => {
       const { cursor } = parseParams(listParamsSchema, rawParams);
       try {
-        const page = ctx.engine.listTasks(ctx.userId, cursor);
+        const page = await ctx.engine.listTasks(ctx.userId, cursor);
         return { tasks: page.tasks.map(toTask), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) };
       } catch (error) {
         throw taskErrorToRpc(error, 'Failed to list tasks');
@@ -387,7 +423,7 @@ const methods: Record<string, { handler: MethodHandler; needsTasks?: boolean }> 
     handler: async (rawParams, ctx) => {
       const { taskId } = parseParams(taskIdParamsSchema, rawParams);
       try {
-        return toTask(ctx.engine.cancelTask(taskId, ctx.userId, 'client'));
+        return toTask(await ctx.engine.cancelTask(taskId, ctx.userId, 'client'));
       } catch (error) {
         throw taskErrorToRpc(error, 'Failed to cancel task');
       }

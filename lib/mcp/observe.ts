@@ -117,7 +117,8 @@ export async function observeMcp(request: McpHttpRequest, ctx: McpContext): Prom
 /** Records every task's end (completed, failed or cancelled, by whom), whichever side ended it. */
 export function logTaskEnds(bus: EventBus): () => void {
   return bus.subscribe(topics.allTasks, (event: BusEvent) => {
-    if (event.type !== 'task-changed' || !event.transition || !isTerminal(event.task.status)) return;
+    // The instance where the task ended logs it.
+    if (event.type !== 'task-changed' || event.remote || !event.transition || !isTerminal(event.task.status)) return;
     getLog().info({ event: `task.${event.task.status}`, taskId: event.task.id, userId: event.task.userId, tool: event.task.toolName }, 'task ended');
   });
 }

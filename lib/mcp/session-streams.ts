@@ -81,6 +81,33 @@ export type ResumeTarget =
   | { kind: 'unknown' };
 
 /**
+ * Runs async work one piece after another per key, in the order it was asked for: a stream's messages
+ * are stored in the order they were sent, however long each database call takes. Work on a key with
+ * nothing before it starts at once (on SQLite its statements run before `run` returns).
+ */
+class Lanes {
+  private readonly tails = new Map<string, Promise<void>>();
+
+  run<T>(key: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.tails.get(key);
+    const result = previous ? previous.then(work) : work();
+    const tail: Promise<void> = result.then(
+      () => this.forget(key, tail),
+      () => this.forget(key, tail),
+    );
+    this.tails.set(key, tail);
+    return result;
+  }
+
+  private forget(key: string, tail: Promise<void>): void {
+    if (this.tails.get(key) === tail) this.tails.delete(key);
+  }
+}
+
+/** A message to store, or work that decides it when its turn comes (undefined: nothing to send). */
+type Outgoing = Record<string, unknown> | (() => Promise<Record<string, unknown> | undefined>);
+
+/**
  * The sessions' streams. Every message is written to the session's outbox first, under the stream it
  * belongs to (the GET stream, or one POST response stream), and its row id is its SSE event id: unique
  * across all of the session's streams. A client that reconnects with Last-Event-ID gets every message
@@ -94,13 +121,18 @@ export class SessionStreams {
   private readonly liveResponses = new Set<string>();
   /** The last progress each running task sent on its session's GET stream: progress must increase. */
   private readonly progressOnGetStream = new Map<string, number>();
+  /** Each stream's messages, stored one after another (key: session and stream). */
+  private readonly deliveries = new Lanes();
+  /** Each task's questions, relayed one event after another (key: task). */
+  private readonly relays = new Lanes();
   /**
    * Requests to clients about their own tasks, sent through the sessions' outboxes on the stream their
    * question went on; on the GET stream once that stream has ended (nobody reads it any more).
    */
-  readonly clientRequests = new ClientRequests((sessionId, message, stream) =>
-    this.deliver(sessionId, message, stream !== null && hasSessionStreamEnded(sessionId, stream) ? null : stream),
-  );
+  readonly clientRequests = new ClientRequests(async (sessionId, message, stream) => {
+    const ended = stream !== null && (await hasSessionStreamEnded(sessionId, stream));
+    await this.store(sessionId, message, ended ? null : stream);
+  });
 
   constructor(
     private readonly bus: EventBus,
@@ -108,34 +140,41 @@ export class SessionStreams {
   ) {}
 
   /** Opens the session's stream; a newer stream replaces an older one (the client reconnected). */
-  open(session: McpSession, resumeFrom: number | null): SseStream {
+  async open(session: McpSession, resumeFrom: number | null): Promise<SseStream> {
     const sessionId = session.id;
     this.close(sessionId);
     const stream = new SseStream(this.keepAliveMs);
     this.open_.set(sessionId, stream);
-    const cursor = resumeFrom ?? getLastSessionMessageId(sessionId);
-    if (resumeFrom === null) {
-      // Clients before 2025-11-25 would try to parse an event without a message.
-      if (session.protocolVersion === tasksProtocolVersion) this.deliver(sessionId, primingMessage);
-      // A fresh stream starts after the newest message: the questions still open are asked on it again,
-      // each with a new request id (an id is never used twice in a session).
-      // Not those a tasks/result stream of the session is carrying itself.
-      for (const input of listPendingTaskInputsBySessionId(sessionId)) {
-        const task = getTaskById(input.taskId);
-        if (!task || input.clientTaskId || !canReceive(session, input.kind)) continue;
-        if (!questionsCarried(sessionId, task.id) || sentOnGetStream(sessionId, input.id)) this.sendQuestion(session, input, task.expiresAt, true);
-      }
-    }
     stream.signal.addEventListener(
       'abort',
       () => {
         if (this.open_.get(sessionId) !== stream) return;
         this.open_.delete(sessionId);
-        this.offerElsewhere(sessionId);
+        this.offerElsewhere(sessionId).catch((error: unknown) => console.error(`Session ${sessionId}: offering its questions again failed`, error));
       },
       { once: true },
     );
-    this.pump(stream, sessionId, null, cursor);
+    try {
+      const cursor = resumeFrom ?? (await getLastSessionMessageId(sessionId));
+      if (resumeFrom === null) {
+        // Clients before 2025-11-25 would try to parse an event without a message.
+        if (session.protocolVersion === tasksProtocolVersion) this.deliver(sessionId, primingMessage);
+        // A fresh stream starts after the newest message: the questions still open are asked on it again,
+        // each with a new request id (an id is never used twice in a session).
+        // Not those a tasks/result stream of the session is carrying itself.
+        for (const input of await listPendingTaskInputsBySessionId(sessionId)) {
+          const task = await getTaskById(input.taskId);
+          if (stream.closed) break;
+          if (!task || input.clientTaskId || !canReceive(session, input.kind)) continue;
+          if (!questionsCarried(sessionId, task.id) || sentOnGetStream(sessionId, input.id)) this.sendQuestion(session, input, task.expiresAt, true);
+        }
+      }
+      // The pump reads every message stored after the cursor, those delivered above included.
+      this.pump(stream, sessionId, null, cursor);
+    } catch (error) {
+      stream.close();
+      throw error;
+    }
     return stream;
   }
 
@@ -143,10 +182,10 @@ export class SessionStreams {
    * The questions a closed GET stream carried are offered again: the tasks/result streams waiting for
    * their tasks are woken (an input event on the task's topic only), and a fresh GET stream asks them.
    */
-  private offerElsewhere(sessionId: string): void {
+  private async offerElsewhere(sessionId: string): Promise<void> {
     const released = new Set(releaseGetStreamCopies(sessionId));
     if (released.size === 0) return;
-    for (const input of listPendingTaskInputsBySessionId(sessionId)) {
+    for (const input of await listPendingTaskInputsBySessionId(sessionId)) {
       if (released.has(input.id)) this.bus.publish(topics.task(input.taskId), { type: 'input-changed', input });
     }
   }
@@ -155,36 +194,37 @@ export class SessionStreams {
    * Where a Last-Event-ID points: no id opens a fresh GET stream; an id of the GET stream resumes it; an
    * id of a response stream this session still has resumes that stream. Anything else is unknown.
    */
-  resumeTarget(sessionId: string, lastEventId: string | null): ResumeTarget {
+  async resumeTarget(sessionId: string, lastEventId: string | null): Promise<ResumeTarget> {
     const trimmed = lastEventId?.trim() ?? '';
     if (trimmed === '') return { kind: 'session', cursor: null };
     const eventId = parseEventId(trimmed);
     if (!eventId) return { kind: 'unknown' };
     const { key, cursor } = eventId;
     if (key === null) return { kind: 'session', cursor };
-    if (!hasSessionStream(sessionId, key)) return { kind: 'unknown' };
-    return { kind: 'response', key, cursor, live: this.liveResponses.has(key), ended: hasSessionStreamEnded(sessionId, key) };
+    if (!(await hasSessionStream(sessionId, key))) return { kind: 'unknown' };
+    const ended = await hasSessionStreamEnded(sessionId, key);
+    return { kind: 'response', key, cursor, live: this.liveResponses.has(key), ended };
   }
 
-  /** The JSON-RPC id of the request a response stream answers, as its priming row recorded it. */
-  requestIdOfResponse(sessionId: string, key: string): string | number | undefined {
-    const requestId = getFirstSessionStreamMessage(sessionId, key)?.requestId;
+  /** Resolves with the JSON-RPC id of the request a response stream answers, as its priming row recorded it. */
+  async requestIdOfResponse(sessionId: string, key: string): Promise<string | number | undefined> {
+    const requestId = (await getFirstSessionStreamMessage(sessionId, key))?.requestId;
     return typeof requestId === 'string' || typeof requestId === 'number' ? requestId : undefined;
   }
 
-  /** The last progress sent on a response stream for this token: where progress continues after a restart. */
-  lastProgressSent(sessionId: string, key: string, progressToken: string | number): number | undefined {
+  /** Resolves with the last progress sent on a response stream for this token: where progress continues after a restart. */
+  lastProgressSent(sessionId: string, key: string, progressToken: string | number): Promise<number | undefined> {
     return getLastSessionStreamProgress(sessionId, key, progressToken);
   }
 
-  /** The stream a request to the client went on (null: the GET stream), for requests that follow it up. */
-  streamOfRequest(sessionId: string, requestId: string): string | null {
-    return getSessionRequestStream(sessionId, requestId)?.stream ?? null;
+  /** Resolves with the stream a request to the client went on (null: the GET stream), for requests that follow it up. */
+  async streamOfRequest(sessionId: string, requestId: string): Promise<string | null> {
+    return (await getSessionRequestStream(sessionId, requestId))?.stream ?? null;
   }
 
-  /** Where a client's task was followed before a restart; the GET stream when it was not followed yet. */
-  streamOfClientTask(sessionId: string, clientTaskId: string): string | null {
-    return getSessionClientTaskRequestStream(sessionId, clientTaskId)?.stream ?? null;
+  /** Resolves with where a client's task was followed before a restart; the GET stream when it was not followed yet. */
+  async streamOfClientTask(sessionId: string, clientTaskId: string): Promise<string | null> {
+    return (await getSessionClientTaskRequestStream(sessionId, clientTaskId))?.stream ?? null;
   }
 
   /**
@@ -269,7 +309,7 @@ export class SessionStreams {
         if (!pending) await new Promise<void>((resolve) => (wake = resolve));
         pending = false;
         if (stream.closed) break;
-        const batch = listSessionMessagesAfter(sessionId, cursor, replayBatch, key);
+        const batch = await listSessionMessagesAfter(sessionId, cursor, replayBatch, key);
         for (const row of batch) {
           if (isEnd(row.message)) {
             stream.close();
@@ -296,15 +336,16 @@ export class SessionStreams {
    * task: clients that only poll tasks/get while a task waits are asked there. A copy answered elsewhere
    * is withdrawn. (A plain call's questions go on that call's own stream.)
    */
-  private relayQuestion(input: TaskInputRow): void {
-    const task = getTaskById(input.taskId);
-    const session = task?.sessionId ? getMcpSessionById(task.sessionId) : undefined;
+  private async relayQuestion(input: TaskInputRow): Promise<void> {
+    const task = await getTaskById(input.taskId);
+    const session = task?.sessionId ? await getMcpSessionById(task.sessionId) : undefined;
     if (!task || !session || !canReceive(session, input.kind)) return;
     if (input.clientTaskId) {
       // The client is answering through a task of its own: cancel it unless it gave the answer.
       if (input.status !== 'pending' && input.answeredVia !== clientTaskVia(input.clientTaskId) && canCancelTasks(session)) {
-        const stream = this.streamOfClientTask(session.id, input.clientTaskId);
-        this.clientRequests.send(session.id, 'tasks/cancel', { taskId: input.clientTaskId }, stream).catch(() => {});
+        const stream = await this.streamOfClientTask(session.id, input.clientTaskId);
+        // Stored before this relay ends: the task's result, which ends the stream, waits for it.
+        await this.clientRequests.post(session.id, 'tasks/cancel', { taskId: input.clientTaskId }, stream).catch(() => {});
       }
       return;
     }
@@ -317,7 +358,7 @@ export class SessionStreams {
       return;
     }
     if (withdrawnByTasksCancel(session, input.kind)) return;
-    for (const id of listSessionRequestIdsWithPrefix(session.id, inputRequestId(input.id, ''))) {
+    for (const id of await listSessionRequestIdsWithPrefix(session.id, inputRequestId(input.id, ''))) {
       if (input.answeredVia !== id && !isCopyAnswered(session.id, id)) this.deliver(session.id, withdrawalFor(input, id));
     }
   }
@@ -343,51 +384,91 @@ export class SessionStreams {
     this.open_.get(sessionId)?.close();
   }
 
-  /** Queues a message for one of the session's streams (its GET stream by default) and wakes its readers. */
-  deliver(sessionId: string, message: Record<string, unknown>, key: string | null = null): void {
-    const messageId = appendSessionMessage(sessionId, message, key);
-    if (messageId !== undefined) this.bus.publish(topics.sessionStream(sessionId, key), { type: 'session-message', sessionId, messageId });
+  /**
+   * Queues a message for one of the session's streams (its GET stream by default) and wakes its readers.
+   * Returns at once: the stream's messages are stored in the order they were delivered, and a failure
+   * is logged. `message` may be work that decides the message when its turn comes.
+   */
+  deliver(sessionId: string, message: Outgoing, key: string | null = null): void {
+    this.store(sessionId, message, key).catch((error: unknown) => console.error(`Session ${sessionId}: a message for stream ${key ?? 'GET'} was lost`, error));
+  }
+
+  /** Stores a message in its stream's turn and wakes the stream's readers; rejects when it could not be stored. */
+  private store(sessionId: string, message: Outgoing, key: string | null): Promise<void> {
+    return this.deliveries.run(`${sessionId}\u0000${key ?? ''}`, async () => {
+      const body = typeof message === 'function' ? await message() : message;
+      if (!body) return;
+      const messageId = await appendSessionMessage(sessionId, body, key);
+      if (messageId !== undefined) this.bus.publish(topics.sessionStream(sessionId, key), { type: 'session-message', sessionId, messageId });
+    });
   }
 
   /**
    * Whether a task's progress report is ahead of what its session's GET stream was last sent. A task
    * resumed after a restart starts from its stored progress, which lags what was sent, so its first
-   * report is compared with the last one in the outbox.
+   * report is compared with the last one in the outbox: 'outbox' says that must be read first.
    */
-  private isProgressAhead(task: TaskRow, progress: number): boolean {
-    const last =
-      this.progressOnGetStream.get(task.id) ??
-      (task.attempt > 1 && task.sessionId && task.progressToken !== null ? getLastSessionStreamProgress(task.sessionId, null, task.progressToken) : undefined);
+  private isProgressAhead(task: TaskRow, progress: number): boolean | 'outbox' {
+    const known = this.progressOnGetStream.get(task.id);
+    if (known === undefined && task.attempt > 1 && task.sessionId && task.progressToken !== null) return 'outbox';
+    return this.advanceProgress(task.id, progress, known);
+  }
+
+  /** Whether the report is ahead of `last`; the newest progress sent, then. */
+  private advanceProgress(taskId: string, progress: number, last: number | undefined): boolean {
     if (last !== undefined && progress <= last) return false;
-    this.progressOnGetStream.set(task.id, progress);
+    this.progressOnGetStream.set(taskId, progress);
     return true;
   }
 
   /** Turns task events into the notifications the session that started the task receives. */
+  /** Resolves once every question event of the task seen so far has been relayed to the streams. */
+  questionRelaysSettled(taskId: string): Promise<void> {
+    return this.relays.run(taskId, async () => {});
+  }
+
   notifyTaskEvents(event: BusEvent): void {
-    if (event.type === 'input-changed') this.relayQuestion(event.input);
+    if (event.type === 'input-changed') {
+      const input = event.input;
+      this.relays
+        .run(input.taskId, () => this.relayQuestion(input))
+        .catch((error: unknown) => console.error(`Relaying question ${input.id} of task ${input.taskId} failed`, error));
+    }
     // A plain call's client knows no task: it hears of its progress on the call's own stream.
     if (event.type === 'task-changed' && event.transition && event.task.sessionId && event.task.invocation === 'task') {
       this.deliver(event.task.sessionId, { jsonrpc: '2.0', method: 'notifications/tasks/status', params: toTask(event.task) });
     }
-    if (event.type === 'task-log' && event.task.sessionId && event.task.invocation === 'task' && isLoggedFor(event.task.sessionId, event.level)) {
-      this.deliver(event.task.sessionId, logNotification(event.level, event.data, event.logger, relatedTaskMeta(event.task.id)));
+    if (event.type === 'task-log' && event.task.sessionId && event.task.invocation === 'task') {
+      const { task, level, data, logger } = event;
+      const sessionId = task.sessionId!;
+      // The level is read in the message's turn, so that the stream keeps the order the tool logged in.
+      this.deliver(sessionId, async () => ((await isLoggedFor(sessionId, level)) ? logNotification(level, data, logger, relatedTaskMeta(task.id)) : undefined));
     }
     if (event.type === 'task-changed' && isTerminal(event.task.status)) this.progressOnGetStream.delete(event.task.id);
     if (event.type === 'task-deleted') this.progressOnGetStream.delete(event.taskId);
     if (event.type === 'task-progress' && event.task.sessionId && event.task.progressToken !== null && event.task.invocation === 'task') {
-      if (!this.isProgressAhead(event.task, event.progress)) return;
-      this.deliver(event.task.sessionId, {
+      const { task, progress, total, message } = event;
+      const notification = {
         jsonrpc: '2.0',
         method: 'notifications/progress',
         params: {
-          progressToken: event.task.progressToken,
-          progress: event.progress,
-          ...(event.total !== undefined ? { total: event.total } : {}),
-          ...(event.message ? { message: event.message } : {}),
-          _meta: relatedTaskMeta(event.task.id),
+          progressToken: task.progressToken,
+          progress,
+          ...(total !== undefined ? { total } : {}),
+          ...(message ? { message } : {}),
+          _meta: relatedTaskMeta(task.id),
         },
-      });
+      };
+      const sessionId = task.sessionId!;
+      const ahead = this.isProgressAhead(task, progress);
+      if (ahead === true) this.deliver(sessionId, notification);
+      // A resumed task's first reports are compared with the outbox in their turn on the stream.
+      else if (ahead === 'outbox') {
+        this.deliver(sessionId, async () => {
+          const stored = await getLastSessionStreamProgress(sessionId, null, task.progressToken!);
+          return this.advanceProgress(task.id, progress, this.progressOnGetStream.get(task.id) ?? stored) ? notification : undefined;
+        });
+      }
     }
   }
 }

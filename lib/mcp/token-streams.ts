@@ -13,6 +13,8 @@ const tokenRecheckMs = 1000;
 interface TokenStreams {
   byToken: Map<string, Set<SseStream>>;
   timer?: ReturnType<typeof setInterval>;
+  /** A timed check still reading tokens: the next tick skips rather than piles up behind it. */
+  checking?: boolean;
 }
 
 /** Process-wide, on globalThis: a dashboard action and /mcp may run in different bundles of this module. */
@@ -29,10 +31,18 @@ export function closeWhenTokenRevoked(stream: SseStream, tokenId: string): void 
   registry.timer ??= startChecking();
 }
 
-/** Ends every open stream whose token is no longer active: called at once by what revokes tokens. */
-export function closeStreamsOfRevokedTokens(): void {
+/**
+ * Ends every open stream whose token is no longer active: called at once by what revokes tokens.
+ * Resolves once every token has been checked; never rejects (a token that cannot be read is logged,
+ * and checked again within a second).
+ */
+export async function closeStreamsOfRevokedTokens(): Promise<void> {
   for (const [tokenId, streams] of [...registry.byToken]) {
-    if (!isAccessTokenActive(tokenId)) for (const stream of [...streams]) stream.close();
+    try {
+      if (!(await isAccessTokenActive(tokenId))) for (const stream of [...streams]) stream.close();
+    } catch (error) {
+      console.error('Checking whether a token with open streams is still active failed', error);
+    }
   }
 }
 
@@ -47,7 +57,15 @@ function forgetStream(stream: SseStream, tokenId: string): void {
 }
 
 function startChecking(): ReturnType<typeof setInterval> {
-  const timer = setInterval(closeStreamsOfRevokedTokens, tokenRecheckMs);
+  const timer = setInterval(() => {
+    if (registry.checking) return;
+    registry.checking = true;
+    closeStreamsOfRevokedTokens()
+      .catch((error: unknown) => console.error('Checking the tokens of open streams failed', error))
+      .finally(() => {
+        registry.checking = false;
+      });
+  }, tokenRecheckMs);
   timer.unref?.();
   return timer;
 }

@@ -4,22 +4,31 @@ import type { TaskRow } from '@/db/queries/tasks';
 import type { LogLevel } from '@/lib/tools/define';
 
 /**
- * Wakes whoever waits on a task, a user's dashboard or a session's stream. In-process today; a
- * deployment of several instances swaps in one backed by the database behind this same interface.
+ * Wakes whoever waits on a task, a user's dashboard or a session's stream: in-process on SQLite, and
+ * across instances on PostgreSQL (lib/tasks/shared-bus.ts), behind this same interface.
  */
 export interface EventBus {
   publish(topic: string, event: BusEvent): void;
   subscribe(topic: string, listener: (event: BusEvent) => void): () => void;
+  /** Tells every listener to read again what it follows: events may have been missed. */
+  resync(): void;
 }
 
-export type BusEvent =
+/**
+ * `remote`: the change happened on another instance, which has written and logged what follows from it;
+ * listeners here only wake what waits in this process.
+ */
+export type BusEvent = (
   | { type: 'task-changed'; task: TaskRow; transition: boolean }
   | { type: 'task-progress'; task: TaskRow; progress: number; total?: number; message?: string }
   | { type: 'task-log'; task: TaskRow; level: LogLevel; data: unknown; logger?: string }
   | { type: 'task-stream-close'; task: TaskRow }
   | { type: 'task-deleted'; taskId: string; userId: string }
   | { type: 'input-changed'; input: TaskInputRow }
-  | { type: 'session-message'; sessionId: string; messageId: number };
+  | { type: 'session-message'; sessionId: string; messageId: number }
+  /** Events may have been missed (the connection that carries them dropped): read again. */
+  | { type: 'resync' }
+) & { remote?: true };
 
 export const topics = {
   allTasks: 'tasks',
@@ -30,7 +39,7 @@ export const topics = {
   sessionStream: (sessionId: string, stream: string | null) => `session:${sessionId}:${stream ?? ''}`,
 };
 
-export type TaskBusEvent = Exclude<BusEvent, { type: 'session-message' }>;
+export type TaskBusEvent = Exclude<BusEvent, { type: 'session-message' } | { type: 'resync' }>;
 
 /** The task and user an event is about. */
 export function ownerOf(event: TaskBusEvent): { taskId: string; userId: string } {
@@ -56,9 +65,13 @@ export function createInProcessBus(): EventBus {
     publish(topic, event) {
       emitter.emit(topic, event);
     },
+    resync() {
+      for (const topic of emitter.eventNames()) emitter.emit(topic, { type: 'resync' } satisfies BusEvent);
+    },
     subscribe(topic, listener) {
-      // A failing listener is its own problem: it must not stop the others, nor undo the change that
-      // published the event (events are published inside the change's transaction).
+      // A failing listener is its own problem: it must not stop the others, nor fail the publisher (events
+      // are published once their change has committed). Listeners are synchronous: one that must write
+      // starts the write and handles its rejection itself.
       const isolated = (event: BusEvent) => {
         try {
           listener(event);

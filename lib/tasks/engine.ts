@@ -19,6 +19,8 @@ import {
   type TaskListRow,
   type TaskStatusRow,
 } from '@/db/queries/tasks';
+import { withdrawPendingTaskInputs } from '@/db/queries/inputs';
+import { inTransaction } from '@/db/run';
 import {
   executeTool,
   ToolProtocolError,
@@ -33,7 +35,6 @@ import { decodeCursor, encodeCursor } from './cursor';
 import { describeFields } from './elicitation';
 import { TaskInputs } from './inputs';
 import { CoalescedProgress, ProgressWrites } from './progress';
-import { inTransaction } from '@/db/queries/transaction';
 import { waitFor } from './wait';
 import { activeStatuses, isTerminal, statusesLeadingTo, type TaskStatus } from './states';
 
@@ -107,7 +108,8 @@ const restartMessage = 'The server restarted before this task finished, and this
 
 /**
  * The task engine: every state change goes through one conditional UPDATE, and every change is
- * published on the bus so that waiters, streams and dashboards wake at once.
+ * published on the bus, once committed, so that waiters, streams and dashboards wake at once. Every
+ * method that reads or writes the database is async.
  */
 export class TaskEngine {
   private readonly running = new Map<string, AbortController>();
@@ -120,17 +122,23 @@ export class TaskEngine {
     readonly bus: EventBus,
   ) {
     this.inputs = new TaskInputs(bus, (taskId) => `${config.appUrl}/tasks/${taskId}`);
+    // A task cancelled (or deleted) through another instance stops here, where its tool runs.
+    bus.subscribe(topics.allTasks, (event) => {
+      if (!event.remote) return;
+      if (event.type === 'task-changed' && isTerminal(event.task.status)) this.running.get(event.task.id)?.abort(new Error('Task cancelled'));
+      if (event.type === 'task-deleted') this.running.get(event.taskId)?.abort(new Error('Task deleted'));
+    });
   }
 
-  /** Commits the task, starts its work, and returns the committed row. */
-  createTask(input: NewTask): TaskRow {
+  /** Commits the task, starts its work, and resolves with the committed row. */
+  async createTask(input: NewTask): Promise<TaskRow> {
     const now = Date.now();
     const requested =
       input.requestedTtlMs ?? this.config.defaultTtlMs + (input.callRequestId !== undefined ? (input.tool.maxRunMs ?? 0) : 0);
     // The receiver may override the requested ttl: work that waits for a person gets the time it needs.
     const wanted = Math.max(requested, input.tool.minTtlMs ?? 0);
     const ttlMs = Math.round(Math.max(minTtlMs, Math.min(wanted, this.config.maxTtlMs)));
-    const inserted = insertTaskWithinLimits(
+    const inserted = await insertTaskWithinLimits(
       {
         id: crypto.randomUUID(),
         userId: input.userId,
@@ -169,20 +177,20 @@ export class TaskEngine {
   }
 
   /** The caller's task; another user's task is reported exactly like one that does not exist. */
-  getTask(taskId: string, userId: string): TaskRow {
-    return live(getTaskByIdForUser(taskId, userId));
+  async getTask(taskId: string, userId: string): Promise<TaskRow> {
+    return live(await getTaskByIdForUser(taskId, userId));
   }
 
   /** The task's state without its arguments or result: what a client polling tasks/get reads. */
-  getTaskStatus(taskId: string, userId: string): TaskStatusRow {
-    return live(getTaskStatusByIdForUser(taskId, userId));
+  async getTaskStatus(taskId: string, userId: string): Promise<TaskStatusRow> {
+    return live(await getTaskStatusByIdForUser(taskId, userId));
   }
 
-  listTasks(
+  async listTasks(
     userId: string,
     cursor?: string,
     options: { pageSize?: number; filter?: TaskFilter } = {},
-  ): { tasks: TaskListRow[]; nextCursor?: string } {
+  ): Promise<{ tasks: TaskListRow[]; nextCursor?: string }> {
     const pageSize = options.pageSize ?? this.config.pageSize;
     let before: { createdAt: number; id: string } | undefined;
     if (cursor !== undefined) {
@@ -190,7 +198,7 @@ export class TaskEngine {
       if (!before) throw new TaskError('bad_cursor', 'Invalid cursor');
     }
     // One extra row tells whether another page exists without a second query.
-    const rows = listTasksByUserId(userId, { limit: pageSize + 1, before, notExpiredAt: Date.now(), filter: options.filter });
+    const rows = await listTasksByUserId(userId, { limit: pageSize + 1, before, notExpiredAt: Date.now(), filter: options.filter });
     const page = rows.slice(0, pageSize);
     const last = page.at(-1);
     const nextCursor =
@@ -201,44 +209,52 @@ export class TaskEngine {
   }
 
   /** The task's transitions, oldest first: the dashboard's timeline. */
-  getTimeline(taskId: string, userId: string): TaskEventRow[] {
-    this.getTask(taskId, userId);
-    return listTaskEventsByTaskId(taskId);
+  async getTimeline(taskId: string, userId: string): Promise<TaskEventRow[]> {
+    await this.getTask(taskId, userId);
+    return await listTaskEventsByTaskId(taskId);
   }
 
-  countByStatus(userId: string): Partial<Record<TaskStatus, number>> {
+  countByStatus(userId: string): Promise<Partial<Record<TaskStatus, number>>> {
     return countTasksByStatusForUser(userId, Date.now());
   }
 
-  /** Moves the task to cancelled before returning, then aborts its work. */
-  cancelTask(taskId: string, userId: string, actor: Actor): TaskRow {
-    const current = this.getTask(taskId, userId);
-    const cancelled = transitionTask(current.id, {
-      from: statusesLeadingTo('cancelled'),
-      to: 'cancelled',
-      statusMessage: actor === 'dashboard' ? 'The task was cancelled from the dashboard.' : 'The task was cancelled by request.',
-      actor,
+  /**
+   * Moves the task to cancelled (and withdraws its open questions) in one transaction, then aborts its
+   * work; resolves with the cancelled task.
+   */
+  async cancelTask(taskId: string, userId: string, actor: Actor): Promise<TaskRow> {
+    const outcome = await inTransaction(function* (q) {
+      const current = live(yield* getTaskByIdForUser.program(q, taskId, userId));
+      const cancelled = yield* transitionTask.program(q, current.id, {
+        from: statusesLeadingTo('cancelled'),
+        to: 'cancelled',
+        statusMessage: actor === 'dashboard' ? 'The task was cancelled from the dashboard.' : 'The task was cancelled by request.',
+        actor,
+      });
+      if (!cancelled) return { ok: false as const, stored: yield* getTaskById.program(q, taskId) };
+      return { ok: true as const, cancelled, withdrawn: yield* withdrawPendingTaskInputs.program(q, taskId) };
     });
-    if (!cancelled) {
-      const now = getTaskById(taskId);
+    if (!outcome.ok) {
+      const now = outcome.stored;
       if (!now) throw new TaskError('not_found', 'Task not found');
       throw new TaskError('terminal', `Cannot cancel task: already in terminal status '${now.status}'`, now.status);
     }
+    const { cancelled, withdrawn } = outcome;
     this.running.get(taskId)?.abort(new Error('Task cancelled'));
     this.announce(cancelled, true);
-    this.inputs.withdrawAll(taskId);
+    this.inputs.announceWithdrawn(withdrawn);
     return cancelled;
   }
 
   /**
-   * Cancels the task a plain tools/call started, when its client cancels that call; false when the call
-   * started no task or the task has ended already.
+   * Cancels the task a plain tools/call started, when its client cancels that call; resolves with false
+   * when the call started no task or the task has ended already.
    */
-  cancelCallTask(sessionId: string, requestId: string | number, userId: string): boolean {
-    const task = getCallTaskByRequestId(sessionId, requestId, userId);
+  async cancelCallTask(sessionId: string, requestId: string | number, userId: string): Promise<boolean> {
+    const task = await getCallTaskByRequestId(sessionId, requestId, userId);
     if (!task || isTerminal(task.status)) return false;
     try {
-      this.cancelTask(task.id, userId, 'client');
+      await this.cancelTask(task.id, userId, 'client');
       return true;
     } catch (error) {
       if (isTaskError(error)) return false;
@@ -248,14 +264,15 @@ export class TaskEngine {
 
   /**
    * Resolves with the task once it is terminal; woken by the bus, never by a polling loop. `onWake` sees
-   * the task as stored at the start and after every transition or question until then; `onProgress`
-   * sees every progress report as it is made (progress is stored only about once a second).
+   * the task as stored at the start and after every transition or question until then (a promise it
+   * returns is awaited before the wait goes on, and its rejection ends the wait); `onProgress` sees every
+   * progress report as it is made (progress is stored only about once a second), synchronously.
    */
   async waitForTerminal(
     taskId: string,
     userId: string,
     signal?: AbortSignal,
-    onWake?: (task: TaskRow) => void,
+    onWake?: (task: TaskRow) => void | Promise<void>,
     onProgress?: (task: TaskRow) => void,
   ): Promise<TaskRow> {
     const unsubscribe = onProgress
@@ -267,10 +284,10 @@ export class TaskEngine {
       return await waitFor(
         this.bus,
         topics.task(taskId),
-        () => {
-          const row = this.getTask(taskId, userId);
+        async () => {
+          const row = await this.getTask(taskId, userId);
           if (isTerminal(row.status)) return row;
-          onWake?.(row);
+          await onWake?.(row);
           return undefined;
         },
         signal,
@@ -282,16 +299,18 @@ export class TaskEngine {
   }
 
   /** Run once at start: resumes what can be resumed and honestly fails the rest. */
-  recoverInterruptedTasks(): { resumed: number; failed: number } {
+  async recoverInterruptedTasks(): Promise<{ resumed: number; failed: number }> {
     let resumed = 0;
     let failed = 0;
-    for (const row of listTasksByStatus(activeStatuses)) {
+    for (const row of await listTasksByStatus(activeStatuses)) {
       if (this.running.has(row.id)) continue;
       const tool = findTool(row.toolName);
       if (tool?.resumable) {
-        incrementTaskAttempt(row.id);
-        // A task waiting for input keeps its question (and status); the tool finds it again by key.
-        const updated = row.status === 'working' ? updateTaskProgress(row.id, { statusMessage: 'Resumed after a server restart.' }) : row;
+        const updated = await inTransaction(function* (q) {
+          yield* incrementTaskAttempt.program(q, row.id);
+          // A task waiting for input keeps its question (and status); the tool finds it again by key.
+          return row.status === 'working' ? yield* updateTaskProgress.program(q, row.id, { statusMessage: 'Resumed after a server restart.' }) : row;
+        });
         if (updated) {
           this.announce(updated, false);
           this.run(updated, tool, { progress: updated.progress });
@@ -299,25 +318,28 @@ export class TaskEngine {
         }
         continue;
       }
-      const ended = transitionTask(row.id, {
-        from: activeStatuses,
-        to: 'failed',
-        statusMessage: restartMessage,
-        actor: 'system',
-        error: { code: -32603, message: `Internal error: ${restartMessage}` },
+      const { ended, withdrawn } = await inTransaction(function* (q) {
+        const endedTask = yield* transitionTask.program(q, row.id, {
+          from: activeStatuses,
+          to: 'failed',
+          statusMessage: restartMessage,
+          actor: 'system',
+          error: { code: -32603, message: `Internal error: ${restartMessage}` },
+        });
+        return { ended: endedTask, withdrawn: endedTask ? yield* withdrawPendingTaskInputs.program(q, row.id) : [] };
       });
       if (ended) {
         this.announce(ended, true);
-        this.inputs.withdrawAll(row.id);
+        this.inputs.announceWithdrawn(withdrawn);
         failed += 1;
       }
     }
     return { resumed, failed };
   }
 
-  /** Deletes expired tasks and stops their work. */
-  sweepExpiredTasks(now = Date.now()): number {
-    const deleted = deleteExpiredTasks(now);
+  /** Deletes expired tasks and stops their work; resolves with how many were deleted. */
+  async sweepExpiredTasks(now = Date.now()): Promise<number> {
+    const deleted = await deleteExpiredTasks(now);
     for (const { id, userId } of deleted) {
       this.running.get(id)?.abort(new Error('Task expired'));
       publishTaskEvent(this.bus, { type: 'task-deleted', taskId: id, userId });
@@ -373,14 +395,16 @@ export class TaskEngine {
         return answered.response ?? {};
       },
     };
-    // The tool starts after the caller's turn, so that whoever follows the task (a plain call's stream)
-    // is listening before the tool's first log message or progress report.
-    void Promise.resolve()
+    // The tool starts after the caller's turn (createTask's caller awaits it, then subscribes a few
+    // promise reactions later), so that whoever follows the task (a plain call's stream) is listening
+    // before the tool's first log message or progress report.
+    new Promise<void>((resolve) => setImmediate(resolve))
       .then(() => executeTool(tool, row.arguments, ctx))
-      .then((outcome) => {
+      .then(async (outcome) => {
         if (controller.signal.aborted) return;
-        progress.flush();
-        this.finish(row.id, outcome.kind === 'result' ? outcome.result : undefined, outcome.kind === 'error' ? outcome.error : undefined);
+        // The last report is stored before the outcome: once the task has ended it would be refused.
+        await progress.flush();
+        await this.finish(row.id, outcome.kind === 'result' ? outcome.result : undefined, outcome.kind === 'error' ? outcome.error : undefined);
       })
       .catch((error: unknown) => {
         // A failure here is the engine's own (the database went away); the task stays as it is for recovery.
@@ -392,7 +416,7 @@ export class TaskEngine {
       });
   }
 
-  private finish(taskId: string, result?: CallToolResult, error?: { code: number; message: string; data?: unknown }): void {
+  private async finish(taskId: string, result?: CallToolResult, error?: { code: number; message: string; data?: unknown }): Promise<void> {
     let to: TaskStatus = 'completed';
     let statusMessage = 'The task completed.';
     if (error) {
@@ -402,10 +426,9 @@ export class TaskEngine {
       to = 'failed';
       statusMessage = `Tool execution failed: ${firstText(result) ?? 'the tool returned an error result'}`;
     }
-    // One commit: the outcome, its event, the withdrawn questions and what listeners write (the
-    // session's status notification).
-    inTransaction(() => {
-      const ended = transitionTask(taskId, {
+    // One commit: the outcome, its event and the withdrawn questions; published once committed.
+    const { ended, withdrawn } = await inTransaction(function* (q) {
+      const endedTask = yield* transitionTask.program(q, taskId, {
         from: activeStatuses,
         to,
         statusMessage,
@@ -413,11 +436,12 @@ export class TaskEngine {
         ...(result ? { result: result as unknown as Record<string, unknown> } : {}),
         ...(error ? { error } : {}),
       });
-      if (ended) {
-        this.announce(ended, true);
-        this.inputs.withdrawAll(taskId);
-      }
+      return { ended: endedTask, withdrawn: endedTask ? yield* withdrawPendingTaskInputs.program(q, taskId) : [] };
     });
+    if (ended) {
+      this.announce(ended, true);
+      this.inputs.announceWithdrawn(withdrawn);
+    }
   }
 
   private announce(row: TaskRow, transition: boolean): void {

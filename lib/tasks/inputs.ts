@@ -15,7 +15,7 @@ import {
   type TaskInputRow,
 } from '@/db/queries/inputs';
 import { getTaskById, transitionTask, type TaskRow } from '@/db/queries/tasks';
-import { inTransaction } from '@/db/queries/transaction';
+import { inTransaction } from '@/db/run';
 import { publishTaskEvent, topics, type EventBus } from './bus';
 import { describeFields, validateElicitResponse } from './elicitation';
 import { isTerminal } from './states';
@@ -30,7 +30,8 @@ export type AnswerOutcome =
 
 /**
  * Questions tasks ask people (and model calls they ask clients for). The database decides which answer
- * is first; every change is published so the streams and dashboards that show a question can withdraw it.
+ * is first; every change is published, once committed, so the streams and dashboards that show a
+ * question can withdraw it. Every method that reads or writes the database is async.
  */
 export class TaskInputs {
   constructor(
@@ -51,14 +52,20 @@ export class TaskInputs {
         ? `Waiting for input: ${String(request.message ?? 'a question')} (answer it in the dashboard: ${this.taskPageUrl(task.id)}, or in an MCP client that supports elicitation)`
         : "Waiting for the client's model to answer";
     signal.throwIfAborted();
-    const { input, created, moved } = inTransaction(() => {
+    const { input, created, moved } = await inTransaction(function* (q) {
       // A task that has ended asks nothing: its question could never be withdrawn.
-      const current = getTaskById(task.id);
+      const current = yield* getTaskById.program(q, task.id);
       if (!current || isTerminal(current.status)) throw new DOMException('The task has ended', 'AbortError');
-      const found = findOrCreateTaskInput({ taskId: task.id, userId: task.userId, key, kind, request });
+      const found = yield* findOrCreateTaskInput.program(q, { taskId: task.id, userId: task.userId, key, kind, request });
       const movedTask = found.created
-        ? transitionTask(task.id, { from: ['working'], to: 'input_required', statusMessage, actor: 'system' })
+        ? yield* transitionTask.program(q, task.id, { from: ['working'], to: 'input_required', statusMessage, actor: 'system' })
         : undefined;
+      if (found.created && !movedTask) {
+        // Not working: waiting on another question, or (PostgreSQL: a cancel committed since the read
+        // above) ended, when the new question must not stay behind unwithdrawn.
+        const now = yield* getTaskById.program(q, task.id);
+        if (!now || isTerminal(now.status)) throw new DOMException('The task has ended', 'AbortError');
+      }
       return { ...found, moved: movedTask };
     });
     if (moved) publishTaskEvent(this.bus, { type: 'task-changed', task: moved, transition: true });
@@ -67,53 +74,60 @@ export class TaskInputs {
   }
 
   /** Takes an answer if the question is still open; validates it against the question first. */
-  answer(inputId: string, userId: string, raw: unknown, by: AnsweredBy, label: string | null, via: string | null = null): AnswerOutcome {
-    const input = getTaskInputById(inputId);
+  async answer(inputId: string, userId: string, raw: unknown, by: AnsweredBy, label: string | null, via: string | null = null): Promise<AnswerOutcome> {
+    const input = await getTaskInputById(inputId);
     if (!input || input.userId !== userId) return { ok: false, reason: 'not_found', message: 'No such question' };
     if (input.status !== 'pending') return { ok: false, reason: 'closed', message: closedMessage(input), input };
     const checked = checkResponse(input, raw);
     if (!checked.ok) return { ok: false, reason: 'invalid', message: checked.message, fieldErrors: checked.fieldErrors, input };
-    const { answered, resumed } = inTransaction(() => {
-      const done = answerTaskInput(inputId, { response: checked.response, answeredBy: by, answeredByLabel: label, answeredVia: via });
+    const outcome = await inTransaction(function* (q) {
+      const done = yield* answerTaskInput.program(q, inputId, { response: checked.response, answeredBy: by, answeredByLabel: label, answeredVia: via });
+      // Answered first elsewhere, or withdrawn: the question as it now stands.
+      if (!done) return { ok: false as const, closed: yield* getTaskInputById.program(q, inputId) };
       const back =
-        done && countPendingTaskInputsByTaskId(input.taskId) === 0
-          ? transitionTask(input.taskId, { from: ['input_required'], to: 'working', statusMessage: 'Input received; working.', actor: by })
+        (yield* countPendingTaskInputsByTaskId.program(q, input.taskId)) === 0
+          ? yield* transitionTask.program(q, input.taskId, { from: ['input_required'], to: 'working', statusMessage: 'Input received; working.', actor: by })
           : undefined;
-      return { answered: done, resumed: back };
+      return { ok: true as const, answered: done, resumed: back };
     });
-    if (!answered) {
-      const now = getTaskInputById(inputId) ?? input;
+    if (!outcome.ok) {
+      const now = outcome.closed ?? input;
       return { ok: false, reason: 'closed', message: closedMessage(now), input: now };
     }
+    const { answered, resumed } = outcome;
     if (resumed) publishTaskEvent(this.bus, { type: 'task-changed', task: resumed, transition: true });
     this.publish(answered);
     return { ok: true, input: answered };
   }
 
-  listForTask(taskId: string): TaskInputRow[] {
+  listForTask(taskId: string): Promise<TaskInputRow[]> {
     return listTaskInputsByTaskId(taskId);
   }
 
-  isPending(inputId: string): boolean {
-    return getTaskInputById(inputId)?.status === 'pending';
+  async isPending(inputId: string): Promise<boolean> {
+    return (await getTaskInputById(inputId))?.status === 'pending';
   }
 
-  /** The client took an open question as a task of its own; false when it is not open, not this user's, or taken already. */
-  claimForClientTask(inputId: string, userId: string, clientTaskId: string): boolean {
-    const claimed = claimTaskInputForClientTask(inputId, userId, clientTaskId);
-    const input = claimed ? getTaskInputById(inputId) : undefined;
+  /** The client took an open question as a task of its own; resolves with false when it is not open, not this user's, or taken already. */
+  async claimForClientTask(inputId: string, userId: string, clientTaskId: string): Promise<boolean> {
+    const { claimed, input } = await inTransaction(function* (q) {
+      const took = yield* claimTaskInputForClientTask.program(q, inputId, userId, clientTaskId);
+      return { claimed: took, input: took ? yield* getTaskInputById.program(q, inputId) : undefined };
+    });
     if (input) this.publish(input);
     return claimed;
   }
 
   /** The client's task for a question went nowhere: the question is asked again like any other (published, so the streams ask it). */
-  forgetClientTask(inputId: string): void {
-    clearTaskInputClientTaskId(inputId);
-    const input = getTaskInputById(inputId);
+  async forgetClientTask(inputId: string): Promise<void> {
+    const input = await inTransaction(function* (q) {
+      yield* clearTaskInputClientTaskId.program(q, inputId);
+      return yield* getTaskInputById.program(q, inputId);
+    });
     if (input?.status === 'pending') this.publish(input);
   }
 
-  get(inputId: string): TaskInputRow | undefined {
+  get(inputId: string): Promise<TaskInputRow | undefined> {
     return getTaskInputById(inputId);
   }
 
@@ -123,11 +137,11 @@ export class TaskInputs {
   }
 
   /** How many questions wait for a person (model calls wait for the client, not for them). */
-  countWaitingForUser(userId: string): number {
+  countWaitingForUser(userId: string): Promise<number> {
     return countPendingTaskInputsByUserId(userId, 'elicitation');
   }
 
-  listPendingForSession(sessionId: string): TaskInputRow[] {
+  listPendingForSession(sessionId: string): Promise<TaskInputRow[]> {
     return listPendingTaskInputsBySessionId(sessionId);
   }
 
@@ -139,16 +153,22 @@ export class TaskInputs {
    * A client refused a request it alone can answer (sampling): the asking tool gets the client's error.
    * Questions a person can answer in the dashboard stay open instead.
    */
-  refuse(inputId: string, userId: string, error: { code: number; message: string }, label: string | null, via: string): void {
-    const input = getTaskInputById(inputId);
+  async refuse(inputId: string, userId: string, error: { code: number; message: string }, label: string | null, via: string): Promise<void> {
+    const input = await getTaskInputById(inputId);
     if (!input || input.userId !== userId || input.kind !== 'sampling' || input.status !== 'pending') return;
-    const answered = answerTaskInput(inputId, { response: { error }, answeredBy: 'client', answeredByLabel: label, answeredVia: via });
+    // Only a pending question takes it: an answer that came meanwhile stays.
+    const answered = await answerTaskInput(inputId, { response: { error }, answeredBy: 'client', answeredByLabel: label, answeredVia: via });
     if (answered) this.publish(answered);
   }
 
   /** Closes the open questions of a task that has ended. */
-  withdrawAll(taskId: string): void {
-    for (const input of withdrawPendingTaskInputs(taskId)) this.publish(input);
+  async withdrawAll(taskId: string): Promise<void> {
+    this.announceWithdrawn(await withdrawPendingTaskInputs(taskId));
+  }
+
+  /** Publishes questions withdrawn (committed) by a caller's own transaction, such as a task's ending. */
+  announceWithdrawn(inputs: readonly TaskInputRow[]): void {
+    for (const input of inputs) this.publish(input);
   }
 
   private publish(input: TaskInputRow): void {
@@ -159,8 +179,8 @@ export class TaskInputs {
     return waitFor(
       this.bus,
       topics.input(inputId),
-      () => {
-        const input = getTaskInputById(inputId);
+      async () => {
+        const input = await getTaskInputById(inputId);
         if (!input || input.status === 'withdrawn') throw new DOMException('The question was withdrawn', 'AbortError');
         return input.status === 'answered' ? input : undefined;
       },

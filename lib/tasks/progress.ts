@@ -5,14 +5,15 @@ export type ProgressUpdate = Partial<{ progress: number; progressTotal: number |
 /**
  * Progress writes of all running tasks, stored together: what falls due in one turn of the event loop
  * is written in one transaction at its end (thousands of working tasks would otherwise be thousands of
- * commits a second). `storeAll` stores rows and says which tasks are still active.
+ * commits a second). `storeAll` stores rows and resolves with which tasks are still active; a result
+ * given at once (not a promise) is taken at once.
  */
 export class ProgressWrites {
   private readonly queued = new Map<string, { row: TaskRow; stored: (active: boolean) => void }>();
   private scheduled = false;
 
   constructor(
-    private readonly storeAll: (rows: TaskRow[]) => boolean[],
+    private readonly storeAll: (rows: TaskRow[]) => Promise<boolean[]> | boolean[],
     /** Runs the batch at the end of this turn. */
     private readonly atEndOfTurn: (flush: () => void) => void = setImmediate,
   ) {}
@@ -25,10 +26,10 @@ export class ProgressWrites {
     this.atEndOfTurn(() => this.flush());
   }
 
-  /** Stores the row now, in place of any queued one of the same task. */
-  storeNow(row: TaskRow): boolean {
+  /** Stores the row now, in place of any queued one of the same task; resolves with whether the task was still active. */
+  async storeNow(row: TaskRow): Promise<boolean> {
     this.queued.delete(row.id);
-    return this.storeAll([row])[0];
+    return (await this.storeAll([row]))[0];
   }
 
   /** Forgets a queued row of the task. */
@@ -41,8 +42,17 @@ export class ProgressWrites {
     const batch = [...this.queued.values()];
     this.queued.clear();
     if (batch.length === 0) return;
-    const active = this.storeAll(batch.map((entry) => entry.row));
-    batch.forEach((entry, index) => entry.stored(active[index]));
+    const settle = (active: boolean[]) => batch.forEach((entry, index) => entry.stored(active[index]));
+    const failed = (error: unknown) => console.error('Storing the progress of running tasks failed', error);
+    let active: Promise<boolean[]> | boolean[];
+    try {
+      active = this.storeAll(batch.map((entry) => entry.row));
+    } catch (error) {
+      failed(error);
+      return;
+    }
+    if (Array.isArray(active)) settle(active);
+    else active.then(settle, failed);
   }
 }
 
@@ -79,12 +89,12 @@ export class CoalescedProgress {
   }
 
   /** Stores the latest report now if it is not stored yet: the tool is done, and its last report stays. */
-  flush(): void {
+  async flush(): Promise<void> {
     if (!this.timer && !this.queued) return;
     this.cancelTimer();
     this.queued = false;
     this.lastWriteAt = Date.now();
-    this.active = this.writes.storeNow(this.row);
+    this.active = await this.writes.storeNow(this.row);
   }
 
   /** Drops what is not stored yet: the task was stopped, and how it stopped is what counts. */

@@ -4,6 +4,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { createTestDatabase, type TestDatabase } from './postgres';
+import { openSyncPostgres, type SyncDatabase } from './sync-postgres';
 
 const root = path.resolve(__dirname, '..', '..');
 const tsxCli = path.join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs');
@@ -34,9 +36,19 @@ export interface TestServer {
   kill9(): Promise<void>;
   /** Starts a new server process on the same port and database. */
   restart(): Promise<void>;
-  /** A direct connection to the server's SQLite file, for setting up and checking state. */
-  db(): Database.Database;
+  /**
+   * A direct connection to the server's database (its SQLite file, or its PostgreSQL database in the
+   * PostgreSQL pass), for setting up and checking state.
+   */
+  db(): SyncDatabase;
 }
+
+/**
+ * Which database the servers of this run use: the SQLite file (the default), or, with
+ * MCP_TEST_DATABASE=postgres, a fresh PostgreSQL database per server on the server TEST_DATABASE_URL
+ * names (the test runner starts an embedded one when none is named).
+ */
+export const testDatabase = process.env.MCP_TEST_DATABASE === 'postgres' ? 'postgres' : 'sqlite';
 
 /**
  * Which mount serves /mcp: `npm start`'s production server, or, with MCP_TEST_MOUNT=route-handler,
@@ -67,10 +79,17 @@ export async function startServer(extraEnv: Record<string, string> = {}, mount: 
     NEXTAUTH_URL: `http://localhost:${port}`,
     ...extraEnv,
   };
+  let postgres: TestDatabase | undefined;
+  if (testDatabase === 'postgres' && !('DATABASE_URL' in extraEnv)) {
+    postgres = await createTestDatabase();
+    env.DATABASE_URL = postgres.url;
+    // Files run side by side, some with several servers: keep well inside the server's max_connections.
+    env.DATABASE_POOL_SIZE ??= '4';
+  }
   const url = `http://localhost:${port}`;
   let child: ChildProcess | undefined;
   let log = '';
-  let sqlite: Database.Database | undefined;
+  let connection: SyncDatabase | undefined;
 
   const launch = async () => {
     log = '';
@@ -123,6 +142,7 @@ export async function startServer(extraEnv: Record<string, string> = {}, mount: 
   } catch (error) {
     await signalGroup('SIGKILL');
     fs.rmSync(dataDir, { recursive: true, force: true });
+    await postgres?.drop();
     throw error;
   }
   return {
@@ -134,10 +154,11 @@ export async function startServer(extraEnv: Record<string, string> = {}, mount: 
     output: () => log,
     pid: () => child!.pid!,
     stop: async () => {
-      sqlite?.close();
-      sqlite = undefined;
+      connection?.close();
+      connection = undefined;
       await signalGroup('SIGTERM');
       fs.rmSync(dataDir, { recursive: true, force: true });
+      await postgres?.drop();
     },
     kill9: () => signalGroup('SIGKILL'),
     restart: async () => {
@@ -145,8 +166,8 @@ export async function startServer(extraEnv: Record<string, string> = {}, mount: 
       await launch();
     },
     db: () => {
-      sqlite ??= new Database(env.DATABASE_PATH);
-      return sqlite;
+      connection ??= env.DATABASE_URL ? openSyncPostgres(env.DATABASE_URL) : new Database(env.DATABASE_PATH);
+      return connection;
     },
   };
 }

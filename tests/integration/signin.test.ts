@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { callServerAction, cookieHeader, setPassword as setPasswordWithCli, signIn as signInWithPassword } from '../helpers/dashboard';
 import { initializeWith } from '../helpers/mcp';
-import { createToken, startServer, type TestServer } from '../helpers/server';
+import { createToken, startServer, testDatabase, type TestServer } from '../helpers/server';
 
 // Each sign-in hashes with scrypt at 128 MiB, and the CLIs start their own Node: slow on a busy machine.
 vi.setConfig({ testTimeout: 120_000 });
@@ -85,9 +85,14 @@ describe('the data folder', () => {
     const mode = (file: string) => fs.statSync(file).mode & 0o777;
     const folder = path.join(dataRoot, 'fresh');
     expect(mode(folder)).toBe(0o700);
-    expect(mode(path.join(folder, 'app.db'))).toBe(0o600);
     expect(mode(path.join(folder, 'secret'))).toBe(0o600);
-    expect(mode(path.join(folder, 'app.db-wal'))).toBe(0o600);
+    if (testDatabase === 'postgres') {
+      // The tasks live in PostgreSQL: no SQLite file is made beside the secret.
+      expect(fs.existsSync(path.join(folder, 'app.db'))).toBe(false);
+    } else {
+      expect(mode(path.join(folder, 'app.db'))).toBe(0o600);
+      expect(mode(path.join(folder, 'app.db-wal'))).toBe(0o600);
+    }
   });
 });
 

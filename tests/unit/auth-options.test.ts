@@ -57,12 +57,12 @@ const readSession = (token: JWT, email: string) =>
   options.callbacks!.session!({ session: { user: { email }, expires: 'later' }, token, user: undefined as never, newSession: undefined, trigger: 'update' });
 
 /** A connected app as the authorization server stores it: a grant, an access token of it, and the consent. */
-function grantApp(userId: string) {
+async function grantApp(userId: string) {
   const clientId = `client-${(counter += 1)}`;
   const grantId = `grant-${counter}`;
-  upsertOAuthRecord({ model: 'Grant', idHash: `grant-hash-${counter}`, payload: { accountId: userId, clientId }, grantId: null, uid: null, expiresAt: null });
-  upsertOAuthRecord({ model: 'AccessToken', idHash: `token-hash-${counter}`, payload: { accountId: userId, clientId, grantId }, grantId, uid: null, expiresAt: null });
-  upsertConsent({ userId, clientId, clientName: 'An app', registration: 'dynamic', redirectHost: null, grantId, scope: 'mcp', allowedAt: Date.now() });
+  await upsertOAuthRecord({ model: 'Grant', idHash: `grant-hash-${counter}`, payload: { accountId: userId, clientId }, grantId: null, uid: null, expiresAt: null });
+  await upsertOAuthRecord({ model: 'AccessToken', idHash: `token-hash-${counter}`, payload: { accountId: userId, clientId, grantId }, grantId, uid: null, expiresAt: null });
+  await upsertConsent({ userId, clientId, clientName: 'An app', registration: 'dynamic', redirectHost: null, grantId, scope: 'mcp', allowedAt: Date.now() });
   const records = () =>
     getDb().$client.prepare("SELECT model FROM oauth_records WHERE json_extract(payload, '$.clientId') = ? ORDER BY model").all(clientId);
   return { clientId, records };
@@ -138,7 +138,7 @@ async function oauthSignIn(input: { profile: Profile; account: Account; user: Au
 describe('OAuth sign-in', () => {
   it('joins the account with the same email when GitHub says that primary email is verified', async () => {
     const email = freshEmail('gh-verified');
-    const existing = createUser({ email, passwordHash: null });
+    const existing = await createUser({ email, passwordHash: null });
     const emails = [
       { email: freshEmail('gh-old'), primary: false, verified: true },
       { email, primary: true, verified: true },
@@ -151,7 +151,7 @@ describe('OAuth sign-in', () => {
 
   it('takes only GitHub’s primary and verified address: not a verified secondary, an unverified primary or the profile’s', async () => {
     const email = freshEmail('gh-pick');
-    const existing = createUser({ email });
+    const existing = await createUser({ email });
     const lists: Array<GithubEmailEntry[] | 'unavailable'> = [
       [
         { email, primary: false, verified: true },
@@ -171,7 +171,7 @@ describe('OAuth sign-in', () => {
 
   it('refuses to join an account by an email GitHub has not verified, and creates nothing', async () => {
     const email = freshEmail('gh-unverified');
-    const existing = createUser({ email });
+    const existing = await createUser({ email });
     const before = userCount();
     const { allowed } = await oauthSignIn(github(102, email, false));
     expect(allowed).toBe('/signin?error=OAuthEmailNotVerified');
@@ -181,7 +181,7 @@ describe('OAuth sign-in', () => {
 
   it('joins by Google email only when email_verified is true', async () => {
     const email = freshEmail('google');
-    const existing = createUser({ email });
+    const existing = await createUser({ email });
     for (const claim of [false, 'false', undefined]) {
       expect((await oauthSignIn(google('g-1', email, claim))).allowed).toBe('/signin?error=OAuthEmailNotVerified');
     }
@@ -194,7 +194,7 @@ describe('OAuth sign-in', () => {
   it('creates an account for a new verified email and signs in by the provider id from then on', async () => {
     const email = freshEmail('gh-new');
     const first = await oauthSignIn(github(103, email, true));
-    const created = getUserByEmail(email)!;
+    const created = (await getUserByEmail(email))!;
     expect(first.token?.uid).toBe(created.id);
     expect(created.passwordHash).toBeNull();
     // The person later changes their GitHub email (unverified yet): the link, not the email, decides.
@@ -204,7 +204,7 @@ describe('OAuth sign-in', () => {
   });
 
   it('links any provider account to the person already signed in, verified email or not', async () => {
-    const person = createUser({ email: freshEmail('signed-in') });
+    const person = await createUser({ email: freshEmail('signed-in') });
     signedInUserId = person.id;
     const { allowed, token } = await oauthSignIn(github(104, freshEmail('other-address'), false));
     expect(allowed).toBe(true);
@@ -213,24 +213,24 @@ describe('OAuth sign-in', () => {
   });
 
   it('refuses a provider account that belongs to someone else while signed in as another person', async () => {
-    const owner = createUser({ email: freshEmail('owner') });
+    const owner = await createUser({ email: freshEmail('owner') });
     signedInUserId = owner.id;
     await oauthSignIn(github(105, freshEmail('x'), false));
-    const intruder = createUser({ email: freshEmail('intruder') });
+    const intruder = await createUser({ email: freshEmail('intruder') });
     signedInUserId = intruder.id;
     expect((await oauthSignIn(github(105, freshEmail('y'), true))).allowed).toBe('/signin?error=OAuthAccountLinkedElsewhere');
     expect(linkedRows(intruder.id)).toEqual([]);
   });
 
-  it('creates no account when sign-up is closed, but still joins existing ones and signs linked ones in', () => {
+  it('creates no account when sign-up is closed, but still joins existing ones and signs linked ones in', async () => {
     const closed = { signedInUserId: null, allowSignup: false };
     const before = userCount();
     const newcomer = { provider: 'github', providerAccountId: '106', email: freshEmail('closed-new'), emailVerified: true, name: null };
-    expect(resolveOAuthSignIn(newcomer, closed)).toEqual({ ok: false, refusal: 'SignupClosed' });
+    expect(await resolveOAuthSignIn(newcomer, closed)).toEqual({ ok: false, refusal: 'SignupClosed' });
     expect(userCount()).toBe(before);
-    const existing = createUser({ email: freshEmail('closed-existing') });
-    expect(resolveOAuthSignIn({ ...newcomer, providerAccountId: '107', email: existing.email }, closed)).toEqual({ ok: true, userId: existing.id });
-    expect(resolveOAuthSignIn({ ...newcomer, providerAccountId: '107', email: null, emailVerified: false }, closed)).toEqual({ ok: true, userId: existing.id });
+    const existing = await createUser({ email: freshEmail('closed-existing') });
+    expect(await resolveOAuthSignIn({ ...newcomer, providerAccountId: '107', email: existing.email }, closed)).toEqual({ ok: true, userId: existing.id });
+    expect(await resolveOAuthSignIn({ ...newcomer, providerAccountId: '107', email: null, emailVerified: false }, closed)).toEqual({ ok: true, userId: existing.id });
   });
 
   it('a verified email joining an account that has a password ends that password and everything it let in', async () => {
@@ -240,43 +240,43 @@ describe('OAuth sign-in', () => {
     if (!squatter.ok) throw new Error(squatter.message);
     const squatterSession = (await authorize(email, 'the squatter’s password'))!;
     const squatterToken = await options.callbacks!.jwt!({ token: {}, user: squatterSession, account: { provider: 'credentials', type: 'credentials', providerAccountId: squatterSession.id }, trigger: 'signIn' });
-    const { token: personalToken } = issueAccessToken({ userId: squatter.user.id, name: 'squatter’s client' });
-    const app = grantApp(squatter.user.id);
+    const { token: personalToken } = await issueAccessToken({ userId: squatter.user.id, name: 'squatter’s client' });
+    const app = await grantApp(squatter.user.id);
 
     const { allowed, token } = await oauthSignIn(google('g-owner', email, true));
     expect(allowed).toBe(true);
     expect(token?.uid).toBe(squatter.user.id);
-    expect(getUserById(squatter.user.id)!.passwordHash).toBeNull();
+    expect((await getUserById(squatter.user.id))!.passwordHash).toBeNull();
     expect(await authorize(email, 'the squatter’s password')).toBeNull();
     expect(await readSession(squatterToken, email)).toEqual({ expires: 'later' });
     expect(await readSession(token!, email)).toMatchObject({ user: { id: squatter.user.id } });
-    expect(verifyBearer(`Bearer ${personalToken}`, appUrl)).toEqual({ ok: false, reason: 'revoked' });
+    expect(await verifyBearer(`Bearer ${personalToken}`, appUrl)).toEqual({ ok: false, reason: 'revoked' });
     expect(app.records()).toEqual([]);
-    expect(getConsent(squatter.user.id, app.clientId)).toBeUndefined();
+    expect(await getConsent(squatter.user.id, app.clientId)).toBeUndefined();
   });
 
   it('a verified email joining an account without a password keeps its sessions, tokens and apps', async () => {
     const email = freshEmail('operator-made');
-    const user = createUser({ email });
-    const { token: personalToken } = issueAccessToken({ userId: user.id, name: 'client' });
-    const app = grantApp(user.id);
+    const user = await createUser({ email });
+    const { token: personalToken } = await issueAccessToken({ userId: user.id, name: 'client' });
+    const app = await grantApp(user.id);
     expect((await oauthSignIn(google('g-operator-made', email, true))).allowed).toBe(true);
-    expect(getUserById(user.id)!.sessionGeneration).toBe(user.sessionGeneration);
-    expect(verifyBearer(`Bearer ${personalToken}`, appUrl)).toMatchObject({ ok: true });
+    expect((await getUserById(user.id))!.sessionGeneration).toBe(user.sessionGeneration);
+    expect(await verifyBearer(`Bearer ${personalToken}`, appUrl)).toMatchObject({ ok: true });
     expect(app.records()).toHaveLength(2);
-    expect(getConsent(user.id, app.clientId)).toBeDefined();
+    expect(await getConsent(user.id, app.clientId)).toBeDefined();
   });
 
   it('puts the session generation in the token; a raised generation leaves the session without a user', async () => {
     const email = freshEmail('generation');
-    const user = createUser({ email });
+    const user = await createUser({ email });
     getDb().$client.prepare('UPDATE users SET session_generation = 4 WHERE id = ?').run(user.id);
     const { token } = await oauthSignIn(github(108, email, true));
     expect(token?.gen).toBe(4);
     const read = () =>
       options.callbacks!.session!({ session: { user: { email }, expires: 'later' }, token: token!, user: undefined as never, newSession: undefined, trigger: 'update' });
     expect((await read()).user).toMatchObject({ id: user.id, email });
-    endAllSessions(user.id);
+    await endAllSessions(user.id);
     expect(await read()).toEqual({ expires: 'later' });
   });
 });
@@ -285,18 +285,18 @@ describe('email and password sign-in', () => {
 
   it('signs in with the right password only', async () => {
     const email = freshEmail('password');
-    const user = createUser({ email, passwordHash: await hashPassword('correct horse battery staple') });
+    const user = await createUser({ email, passwordHash: await hashPassword('correct horse battery staple') });
     expect(await authorize(email.toUpperCase(), 'correct horse battery staple')).toMatchObject({ id: user.id });
     expect(await authorize(email, 'wrong horse battery staple')).toBeNull();
   });
 
   it('hashes at full cost for unknown accounts and accounts without a password, as it does for real ones', async () => {
-    const real = createUser({ email: freshEmail('real'), passwordHash: await hashPassword('the real password') });
+    const real = await createUser({ email: freshEmail('real'), passwordHash: await hashPassword('the real password') });
     scryptCalls.costs = [];
     expect(await authorize(real.email, 'some password')).toBeNull();
     const realCost = scryptCalls.costs;
     expect(realCost).toEqual([{ keylen: 64, N: 2 ** 17, r: 8, p: 1 }]);
-    const passwordless = createUser({ email: freshEmail('no-password') });
+    const passwordless = await createUser({ email: freshEmail('no-password') });
     for (const email of [freshEmail('nobody'), passwordless.email]) {
       scryptCalls.costs = [];
       expect(await authorize(email, 'some password')).toBeNull();
@@ -307,7 +307,7 @@ describe('email and password sign-in', () => {
   it('refuses an over-long password before hashing anything', async () => {
     const email = freshEmail('long');
     const longPassword = 'x'.repeat(201);
-    createUser({ email, passwordHash: await hashPassword(longPassword) });
+    await createUser({ email, passwordHash: await hashPassword(longPassword) });
     scryptCalls.count = 0;
     expect(await authorize(email, longPassword)).toBeNull();
     expect(await authorize(email, 'y'.repeat(1_000_000))).toBeNull();
@@ -319,9 +319,9 @@ describe('email and password sign-in', () => {
     const salt = randomBytes(16);
     const digest = scryptSync('an older password', salt, 64, { N: 16384, r: 8, p: 1 });
     const legacy = ['scrypt', 16384, 8, 1, salt.toString('base64url'), digest.toString('base64url')].join('$');
-    const user = createUser({ email, passwordHash: legacy });
+    const user = await createUser({ email, passwordHash: legacy });
     expect(await authorize(email, 'an older password')).toMatchObject({ id: user.id });
-    const upgraded = getUserById(user.id)!;
+    const upgraded = (await getUserById(user.id))!;
     expect(upgraded.passwordHash).not.toBe(legacy);
     expect(Number(upgraded.passwordHash!.split('$')[1])).toBeGreaterThanOrEqual(2 ** 17);
     expect(upgraded.sessionGeneration).toBe(user.sessionGeneration);
@@ -331,7 +331,7 @@ describe('email and password sign-in', () => {
 
 describe('sign-up', () => {
   it('says an email has an account only after a full-cost hash, as a sign-in would spend', async () => {
-    const taken = createUser({ email: freshEmail('taken'), passwordHash: await hashPassword('the owner’s password') });
+    const taken = await createUser({ email: freshEmail('taken'), passwordHash: await hashPassword('the owner’s password') });
     scryptCalls.costs = [];
     const result = await registerUser({ email: taken.email, password: 'a guess at an account' });
     expect(result).toMatchObject({ ok: false, field: 'email' });

@@ -52,27 +52,27 @@ describe('coalesced progress', () => {
     expect(writes).toHaveLength(2);
   });
 
-  it('stores the latest report at once when flushed, and nothing more after', () => {
+  it('stores the latest report at once when flushed, and nothing more after', async () => {
     const { writes, write, advance } = recorder();
     const progress = new CoalescedProgress({ ...row }, write, 1000);
     progress.report(update(1));
     advance(0);
     progress.report(update(2));
-    progress.flush();
+    await progress.flush();
     expect(writes.map((w) => w.progress)).toEqual([1, 2]);
     advance(2000);
-    progress.flush();
+    await progress.flush();
     expect(writes).toHaveLength(2);
   });
 
-  it('stores what falls due in one turn of the event loop in one batch', () => {
+  it('stores what falls due in one turn of the event loop in one batch', async () => {
     const { batches, write, advance } = recorder();
     const tasks = ['a', 'b', 'c'].map((id) => new CoalescedProgress({ ...row, id } as TaskRow, write, 1000));
     for (const progress of tasks) progress.report(update(1));
     advance(0);
     expect(batches).toEqual([['a', 'b', 'c']]);
     for (const progress of tasks) progress.report(update(2));
-    tasks[1].flush();
+    await tasks[1].flush();
     advance(1000);
     expect(batches).toEqual([['a', 'b', 'c'], ['b'], ['a', 'c']]);
   });

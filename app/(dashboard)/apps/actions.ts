@@ -10,8 +10,8 @@ export async function disconnectAppAction(consentId: string): Promise<{ error?: 
   const user = await getCurrentUser();
   if (!user) return { error: 'Your session has expired. Sign in again to manage connected apps.' };
   const id = z.uuid().safeParse(consentId);
-  if (!id.success || !disconnectApp(id.data, user.id)) return { error: 'This application is already disconnected.' };
-  closeStreamsOfRevokedTokens();
+  if (!id.success || !(await disconnectApp(id.data, user.id))) return { error: 'This application is already disconnected.' };
+  await closeStreamsOfRevokedTokens();
   revalidatePath('/apps');
   return {};
 }

@@ -16,7 +16,7 @@ const registrationLabels = {
 
 export default async function ConnectedAppsPage() {
   const user = await requireUser('/apps');
-  const apps = listConnectedApps(user.id);
+  const apps = await listConnectedApps(user.id);
   return (
     <div className="space-y-6">
       <div>

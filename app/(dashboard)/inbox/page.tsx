@@ -8,7 +8,7 @@ export const metadata = { title: 'Inbox · MCP Task Server' };
 
 export default async function InboxPage() {
   const user = await requireUser('/inbox');
-  const waiting = getRuntime().engine.inputs.listPendingForUser(user.id);
+  const waiting = await getRuntime().engine.inputs.listPendingForUser(user.id);
   return (
     <div className="space-y-6">
       <div>

@@ -17,7 +17,7 @@ export const cancelTaskAction = validatedActionWithUser(
   },
   async (user, taskId): Promise<CancelState> => {
     try {
-      getRuntime().engine.cancelTask(taskId, user.id, 'dashboard');
+      await getRuntime().engine.cancelTask(taskId, user.id, 'dashboard');
     } catch (error) {
       if (!isTaskError(error)) throw error;
       const message =

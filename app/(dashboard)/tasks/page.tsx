@@ -47,13 +47,13 @@ export default async function TasksPage({ searchParams }: { searchParams: Promis
   let cursorProblem = false;
   let page;
   try {
-    page = engine.listTasks(user.id, single(params.cursor), { pageSize, filter });
+    page = await engine.listTasks(user.id, single(params.cursor), { pageSize, filter });
   } catch (error) {
     if (!isTaskError(error)) throw error;
     cursorProblem = true;
-    page = engine.listTasks(user.id, undefined, { pageSize, filter });
+    page = await engine.listTasks(user.id, undefined, { pageSize, filter });
   }
-  const counts = engine.countByStatus(user.id);
+  const counts = await engine.countByStatus(user.id);
   const total = Object.values(counts).reduce((sum, n) => sum + (n ?? 0), 0);
   const query = (extra: Record<string, string | undefined>) => {
     const search = new URLSearchParams();

@@ -21,7 +21,7 @@ export const createTokenAction = validatedActionWithUser(
     const expiry = expiryDays.safeParse(form.get('expires') ?? 'never');
     if (!expiry.success) return { error: 'Choose when the token expires.' };
     const expiresAt = expiry.data === 'never' ? null : Date.now() + Number(expiry.data) * 24 * 60 * 60 * 1000;
-    const { token } = issueAccessToken({ userId: user.id, name, expiresAt });
+    const { token } = await issueAccessToken({ userId: user.id, name, expiresAt });
     revalidatePath('/tokens');
     return { token, name };
   },
@@ -33,8 +33,8 @@ export const revokeTokenAction = validatedActionWithUser(
   z.tuple([z.string().max(100)]),
   { signedOut: { error: sessionExpired } as { error?: string }, invalid: { error: notRevocable } as { error?: string } },
   async (user, tokenId): Promise<{ error?: string }> => {
-    if (!revokeAccessToken(tokenId, user.id)) return { error: notRevocable };
-    closeStreamsOfRevokedTokens();
+    if (!(await revokeAccessToken(tokenId, user.id))) return { error: notRevocable };
+    await closeStreamsOfRevokedTokens();
     revalidatePath('/tokens');
     return {};
   },

@@ -10,7 +10,7 @@ export const metadata = { title: 'Access tokens · MCP Task Server' };
 
 export default async function TokensPage() {
   const user = await requireUser('/tokens');
-  const tokens = listAccessTokens(user.id);
+  const tokens = await listAccessTokens(user.id);
   const now = Date.now();
   return (
     <div className="space-y-6">

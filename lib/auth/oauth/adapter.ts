@@ -40,8 +40,9 @@ export interface SqliteAdapterOptions {
 }
 
 /**
- * oidc-provider's storage interface over SQLite. The id (`jti`) is never stored: `find` is always
- * called with it, so it is put back on the way out. A client's secret is kept as a hash.
+ * oidc-provider's storage interface over the database (SQLite or PostgreSQL). The id (`jti`) is never
+ * stored: `find` is always called with it, so it is put back on the way out. A client's secret is kept
+ * as a hash.
  */
 export class SqliteAdapter implements Adapter {
   constructor(
@@ -53,7 +54,7 @@ export class SqliteAdapter implements Adapter {
     const { jti: _secret, ...stored } = payload;
     if (this.model === 'Client' && typeof stored.client_secret === 'string') stored.client_secret = hashClientSecret(stored.client_secret);
     const lifetimeSeconds = this.model === 'Client' ? this.options.unusedClientTtlSeconds : expiresIn;
-    upsertOAuthRecord({
+    await upsertOAuthRecord({
       model: this.model,
       idHash: hashOAuthId(id),
       payload: stored,
@@ -64,12 +65,12 @@ export class SqliteAdapter implements Adapter {
   }
 
   async find(id: string): Promise<AdapterPayload | undefined> {
-    const record = findOAuthRecord(this.model, hashOAuthId(id));
+    const record = await findOAuthRecord(this.model, hashOAuthId(id));
     return record ? this.toPayload(record, id) : undefined;
   }
 
   async findByUid(uid: string): Promise<AdapterPayload | undefined> {
-    const record = findOAuthRecordByUid(this.model, uid);
+    const record = await findOAuthRecordByUid(this.model, uid);
     if (!record) return undefined;
     // Sessions are the only model found by uid; their jti lives only in the browser's cookie.
     return { ...(record.payload as AdapterPayload), ...(record.consumedAt ? { consumed: Math.floor(record.consumedAt / 1000) } : {}) };
@@ -86,18 +87,18 @@ export class SqliteAdapter implements Adapter {
    */
   async consume(id: string): Promise<void> {
     const idHash = hashOAuthId(id);
-    if (consumeOAuthRecord(this.model, idHash, Date.now())) return;
-    const grantId = findOAuthRecord(this.model, idHash, 0)?.grantId;
-    if (grantId) revokeOAuthGrant(grantId, hashOAuthId(grantId));
+    if (await consumeOAuthRecord(this.model, idHash, Date.now())) return;
+    const grantId = (await findOAuthRecord(this.model, idHash, 0))?.grantId;
+    if (grantId) await revokeOAuthGrant(grantId, hashOAuthId(grantId));
     throw this.options.reuseError();
   }
 
   async destroy(id: string): Promise<void> {
-    deleteOAuthRecord(this.model, hashOAuthId(id));
+    await deleteOAuthRecord(this.model, hashOAuthId(id));
   }
 
   async revokeByGrantId(grantId: string): Promise<void> {
-    deleteOAuthRecordsOfModelAndGrant(this.model, grantId);
+    await deleteOAuthRecordsOfModelAndGrant(this.model, grantId);
   }
 
   private toPayload(record: { payload: Record<string, unknown>; consumedAt: number | null }, id: string): AdapterPayload {

@@ -3,7 +3,7 @@ import type { ClientRegistration } from '@/db/schema';
 import { hashOAuthId } from './adapter';
 
 /** How a client came to be known: a URL client_id is a metadata document; the others were registered. */
-export function clientRegistration(clientId: string): ClientRegistration {
+export async function clientRegistration(clientId: string): Promise<ClientRegistration> {
   if (/^https:\/\//i.test(clientId)) return 'metadata_document';
-  return findOAuthRecord('Client', hashOAuthId(clientId))?.registeredVia === 'preregistered' ? 'preregistered' : 'dynamic';
+  return (await findOAuthRecord('Client', hashOAuthId(clientId)))?.registeredVia === 'preregistered' ? 'preregistered' : 'dynamic';
 }

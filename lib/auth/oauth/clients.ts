@@ -26,7 +26,7 @@ export async function preregisterClient(input: { name: string; redirectUris: str
       : { token_endpoint_auth_method: 'none' }),
   };
   await (provider.Client as unknown as { validate(metadata: object): Promise<void> }).validate(metadata);
-  upsertOAuthRecord({
+  await upsertOAuthRecord({
     model: 'Client',
     idHash: hashOAuthId(clientId),
     payload: clientSecret ? { ...metadata, client_secret: hashClientSecret(clientSecret) } : metadata,
@@ -39,6 +39,6 @@ export async function preregisterClient(input: { name: string; redirectUris: str
 }
 
 /** Removes a client and ends what it holds: its next request gets invalid_client, its tokens 401 at /mcp. */
-export function deleteClient(clientId: string): void {
-  deleteOAuthClientAndGrants(clientId, hashOAuthId(clientId));
+export async function deleteClient(clientId: string): Promise<void> {
+  await deleteOAuthClientAndGrants(clientId, hashOAuthId(clientId));
 }

@@ -9,6 +9,7 @@ import {
   upsertConsent,
   type OAuthConsent,
 } from '@/db/queries/oauth';
+import { inTransaction } from '@/db/run';
 import type { ClientRegistration } from '@/db/schema';
 import { hashOAuthId } from './adapter';
 import { clientRegistration } from './client-registration';
@@ -48,7 +49,7 @@ export async function describeConsentRequest(uid: string, userId: string): Promi
   const clientId = String(interaction.params.client_id);
   const client = await provider.Client.find(clientId).catch(() => undefined);
   if (!client) return null;
-  const registration = clientRegistration(clientId);
+  const registration = await clientRegistration(clientId);
   const requested = String(interaction.params.scope ?? '').split(' ').filter((scope) => scope in scopeDescriptions);
   const redirectHost = hostOf(interaction.params.redirect_uri);
   const clientHost = hostOf(clientId);
@@ -59,7 +60,7 @@ export async function describeConsentRequest(uid: string, userId: string): Promi
     redirectHost,
     redirectElsewhereThan: registration === 'metadata_document' && redirectHost !== clientHost ? clientHost : null,
     abilities: requested.length > 0 ? requested.map((scope) => scopeDescriptions[scope]) : ['Connect to your account (it will have to ask again to start tasks)'],
-    wantsMore: Boolean(getConsent(userId, clientId)),
+    wantsMore: Boolean(await getConsent(userId, clientId)),
   };
 }
 
@@ -78,7 +79,7 @@ export async function allowConsent(
     missingOIDCClaims?: string[];
     missingResourceScopes?: Record<string, string[]>;
   };
-  const existingId = getConsent(userId, client.clientId)?.grantId ?? details.grantId;
+  const existingId = (await getConsent(userId, client.clientId))?.grantId ?? details.grantId;
   const existing = existingId ? await provider.Grant.find(existingId) : undefined;
   const grant =
     existing && existing.accountId === userId && existing.clientId === client.clientId
@@ -92,7 +93,7 @@ export async function allowConsent(
   const grantId = await grant.save();
   const resourceScopes = Object.keys(missing.missingResourceScopes ?? {}).map((indicator) => grant.getResourceScope(indicator));
   const scope = [...new Set([grant.getOIDCScope(), ...resourceScopes].join(' ').split(' ').filter(Boolean))].join(' ');
-  const { replacedGrantId } = upsertConsent({
+  const consent = {
     userId,
     clientId: client.clientId,
     clientName: client.clientName ?? null,
@@ -101,27 +102,30 @@ export async function allowConsent(
     grantId,
     scope,
     allowedAt: Date.now(),
+  };
+  await inTransaction(function* (q) {
+    const { replacedGrantId } = yield* upsertConsent.program(q, consent);
+    // Another step's Allow made a grant meanwhile: only one may stay, and nothing may outlive the consent.
+    if (replacedGrantId) yield* revokeOAuthGrant.program(q, replacedGrantId, hashOAuthId(replacedGrantId));
+    yield* markOAuthClientUsed.program(q, hashOAuthId(client.clientId));
   });
-  // Another step's Allow made a grant meanwhile: only one may stay, and nothing may outlive the consent.
-  if (replacedGrantId) revokeOAuthGrant(replacedGrantId, hashOAuthId(replacedGrantId));
-  markOAuthClientUsed(hashOAuthId(client.clientId));
   return grantId;
 }
 
 export type ConnectedApp = OAuthConsent;
 
-export function listConnectedApps(userId: string): ConnectedApp[] {
+export function listConnectedApps(userId: string): Promise<ConnectedApp[]> {
   return listConsentsByUserId(userId);
 }
 
 /**
  * Disconnect: every grant of this person and client, with its codes, access and refresh tokens, goes
- * at once (an open /mcp stream notices within seconds, as for a revoked personal token). False when
- * it is not this person's.
+ * at once (an open /mcp stream notices within seconds, as for a revoked personal token). Resolves with
+ * false when it is not this person's.
  */
-export function disconnectApp(consentId: string, userId: string): boolean {
-  const consent = getConsentById(consentId, userId);
+export async function disconnectApp(consentId: string, userId: string): Promise<boolean> {
+  const consent = await getConsentById(consentId, userId);
   if (!consent) return false;
-  revokeOAuthGrantsOfUserAndClient(userId, consent.clientId);
+  await revokeOAuthGrantsOfUserAndClient(userId, consent.clientId);
   return true;
 }

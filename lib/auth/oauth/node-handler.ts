@@ -183,7 +183,7 @@ async function confirmConsent(req: IncomingMessage, res: ServerResponse, uid: st
   const grantId = await allowConsent(provider, {
     userId,
     client,
-    registration: clientRegistration(clientId),
+    registration: await clientRegistration(clientId),
     details,
   });
   await provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });

@@ -82,7 +82,7 @@ async function createProvider(): Promise<Provider> {
     scopes: ['openid', 'offline_access', mcpScope],
     claims: { openid: ['sub'], email: ['email'], profile: ['name'] },
     async findAccount(_ctx, sub) {
-      const user = getUserById(sub);
+      const user = await getUserById(sub);
       if (!user) return undefined;
       return { accountId: user.id, claims: async () => ({ sub: user.id, email: user.email, name: user.name ?? undefined }) };
     },
@@ -92,7 +92,7 @@ async function createProvider(): Promise<Provider> {
       const accountId = ctx.oidc.session?.accountId;
       const clientId = ctx.oidc.client?.clientId;
       if (!accountId || !clientId) return undefined;
-      const grantId = ctx.oidc.result?.consent?.grantId ?? getConsent(accountId, clientId)?.grantId;
+      const grantId = ctx.oidc.result?.consent?.grantId ?? (await getConsent(accountId, clientId))?.grantId;
       if (!grantId) return undefined;
       const grant = await ctx.oidc.provider.Grant.find(grantId);
       return grant && grant.accountId === accountId && grant.clientId === clientId ? grant : undefined;
@@ -195,8 +195,12 @@ async function createProvider(): Promise<Provider> {
     return exactRedirectAllowed.call(this, value) || loopbackRedirectAllowed(value, this.redirectUris ?? []);
   };
   // Expired codes, tokens and interactions are never found again; this only reclaims their rows.
-  setInterval(() => deleteExpiredOAuthRecords(Date.now()), expiredRecordSweepMs).unref();
-  provider.on('grant.revoked', (_ctx: KoaContextWithOIDC, grantId: string) => deleteConsentsOfGrant(grantId));
+  setInterval(() => {
+    deleteExpiredOAuthRecords(Date.now()).catch((error: unknown) => console.error('OAuth: could not delete expired records:', error));
+  }, expiredRecordSweepMs).unref();
+  provider.on('grant.revoked', (_ctx: KoaContextWithOIDC, grantId: string) => {
+    deleteConsentsOfGrant(grantId).catch((error: unknown) => console.error(`OAuth: could not delete the consent of revoked grant ${grantId}:`, error));
+  });
   provider.on('server_error', (_ctx: KoaContextWithOIDC, error: Error) => console.error('OAuth: server error:', error.message));
   return provider;
 }

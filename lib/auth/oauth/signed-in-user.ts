@@ -29,5 +29,5 @@ export async function signedInUserId(req: IncomingMessage): Promise<string | nul
     getAuthOptions(),
   );
   const id = (session?.user as { id?: string } | undefined)?.id;
-  return id && getUserById(id) ? id : null;
+  return id && (await getUserById(id)) ? id : null;
 }

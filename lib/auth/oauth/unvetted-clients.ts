@@ -29,7 +29,7 @@ export function showUnvettedClientErrorsHere(provider: Provider): void {
     const error = errorOfRequest.get(context);
     if (!error || context._matchedRouteName !== 'authorization') return;
     const clientId = context.oidc?.client?.clientId;
-    if (clientId && clientRegistration(clientId) === 'preregistered') return;
+    if (clientId && (await clientRegistration(clientId)) === 'preregistered') return;
     ctx.remove('Location');
     // Some errors carry the status of the redirect that would have told the client (303).
     const status = error.statusCode ?? 400;

@@ -26,14 +26,14 @@ export const answerQuestionAction = validatedActionWithUser(
   },
   async (user, inputId, _previous, form): Promise<AnswerState> => {
     const { engine } = getRuntime();
-    const input = engine.inputs.get(inputId);
+    const input = await engine.inputs.get(inputId);
     if (!input || input.userId !== user.id || input.kind !== 'elicitation') return { ok: false, message: 'This question no longer exists.' };
     const fields = describeFields(input.request.requestedSchema);
     if (!fields.ok) return { ok: false, message: `This question cannot be answered here: ${fields.message}` };
     const intent = String(form.get(actionField) ?? 'accept');
     const action = intent === 'decline' || intent === 'cancel' ? intent : 'accept';
     const response = action === 'accept' ? { action, content: contentFromForm(fields.fields, form) } : { action };
-    const outcome = engine.inputs.answer(inputId, user.id, response, 'dashboard', user.email);
+    const outcome = await engine.inputs.answer(inputId, user.id, response, 'dashboard', user.email);
     revalidatePath(`/tasks/${input.taskId}`);
     if (outcome.ok) return { ok: true };
     const values = Object.fromEntries(

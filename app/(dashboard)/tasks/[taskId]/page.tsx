@@ -18,11 +18,12 @@ export const dynamic = 'force-dynamic';
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-function loadTask(taskId: string, userId: string) {
+async function loadTask(taskId: string, userId: string) {
   if (!uuidPattern.test(taskId)) notFound();
   const { engine } = getRuntime();
   try {
-    return { task: engine.getTask(taskId, userId), events: engine.getTimeline(taskId, userId), inputs: engine.inputs.listForTask(taskId) };
+    const task = await engine.getTask(taskId, userId);
+    return { task, events: await engine.getTimeline(taskId, userId), inputs: await engine.inputs.listForTask(taskId) };
   } catch (error) {
     // Unknown, expired and other users' tasks all look the same from here.
     if (isTaskError(error)) notFound();
@@ -38,7 +39,7 @@ export async function generateMetadata({ params }: { params: Promise<{ taskId: s
 export default async function TaskPage({ params }: { params: Promise<{ taskId: string }> }) {
   const { taskId } = await params;
   const user = await requireUser(`/tasks/${encodeURIComponent(taskId)}`);
-  const { task, events, inputs } = loadTask(taskId, user.id);
+  const { task, events, inputs } = await loadTask(taskId, user.id);
   const terminal = isTerminal(task.status);
   const hours = task.ttlMs / 3_600_000;
 

@@ -25,7 +25,9 @@ export async function GET(request: Request) {
   place.holdUntilEnd(stream);
   const unsubscribe = getRuntime().engine.bus.subscribe(topics.user(user.id), (event) => {
     if (event.type === 'session-message') return;
-    stream.send({ type: event.type, taskId: ownerOf(event).taskId });
+    // Missed events: the page reads everything again.
+    if (event.type === 'resync') stream.send({ type: 'resync' });
+    else stream.send({ type: event.type, taskId: ownerOf(event).taskId });
   });
   stream.signal.addEventListener('abort', unsubscribe, { once: true });
   whenSessionsEnd(user, stream.signal, () => stream.close());

@@ -1,0 +1,191 @@
+import { sql, type SQL } from 'drizzle-orm';
+import { getStore, postgresReady, type Db, type Dialect, type Store, type Tables } from './client';
+
+/**
+ * Every query is written once, as a generator (a "program") that yields the statements it runs and
+ * receives their rows. The runner executes them the way each database wants:
+ *
+ * - SQLite: synchronously, inside one better-sqlite3 transaction when asked. No other request can run
+ *   between two statements of a program, exactly as when the queries were plain synchronous calls, so
+ *   the embedded path keeps its speed and its isolation.
+ * - PostgreSQL: each statement awaited on one pooled connection, inside BEGIN … COMMIT when asked.
+ *
+ * Programs compose with `yield*`, so several of them run in one transaction; the exported functions
+ * are async on both databases.
+ */
+export type Step =
+  | { kind: 'rows'; query: unknown; params?: Record<string, unknown> }
+  | { kind: 'changes'; query: unknown; params?: Record<string, unknown> };
+
+export type Program<T> = Generator<Step, T, unknown>;
+
+/** What a program builds its statements with: the connection (or transaction) and that database's tables. */
+export interface QueryContext {
+  db: Db;
+  t: Tables;
+  dialect: Dialect;
+}
+
+/** Anything that returns rows: a query builder or a prepared statement, with placeholder values. */
+interface ReturnsRows<T> {
+  all(params?: Record<string, unknown>): T[];
+}
+
+/** The rows a select, or an insert/update/delete with RETURNING, gives back. */
+export function* rows<T>(query: ReturnsRows<T>, params?: Record<string, unknown>): Program<T[]> {
+  return (yield { kind: 'rows', query, params }) as T[];
+}
+
+/** The first row, or undefined. */
+export function* first<T>(query: ReturnsRows<T>, params?: Record<string, unknown>): Program<T | undefined> {
+  return (yield* rows(query, params))[0];
+}
+
+/** How many rows an insert, update or delete without RETURNING changed. */
+export function* changes(query: { run(params?: Record<string, unknown>): unknown }, params?: Record<string, unknown>): Program<number> {
+  return (yield { kind: 'changes', query, params }) as number;
+}
+
+/**
+ * Serialises transactions that check a limit and then write (two creations must not both take the
+ * last place). SQLite's write transactions are serial already; PostgreSQL takes a transaction-scoped
+ * advisory lock on the key.
+ */
+export function* lock(q: QueryContext, key: string): Program<void> {
+  if (q.dialect !== 'pg') return;
+  const take = sql`select pg_advisory_xact_lock(hashtextextended(${key}, 0))`;
+  yield { kind: 'changes', query: { execute: () => (q.db as unknown as { execute(query: SQL): Promise<unknown> }).execute(take) } };
+}
+
+export type Query<A extends unknown[], R> = ((...args: A) => Promise<R>) & {
+  /** The same query as a program, to run inside another program's transaction. */
+  program: (q: QueryContext, ...args: A) => Program<R>;
+};
+
+export interface QueryOptions {
+  /**
+   * Run as one transaction. 'immediate' takes SQLite's write lock at BEGIN, for programs that read
+   * and then write on what they read.
+   */
+  transaction?: 'deferred' | 'immediate';
+}
+
+/** Makes a program into an async query function (and keeps the program for composition). */
+export function defineQuery<A extends unknown[], R>(program: (q: QueryContext, ...args: A) => Program<R>, options: QueryOptions = {}): Query<A, R> {
+  const run = (...args: A): Promise<R> => {
+    const store = getStore();
+    if (store.dialect === 'sqlite') {
+      try {
+        return Promise.resolve(runSqlite(store, (q) => program(q, ...args), options.transaction));
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
+    return runPostgres(store, (q) => program(q, ...args), options.transaction);
+  };
+  return Object.assign(run, { program });
+}
+
+/** Runs a program made on the spot (a caller's composition of several queries) as one transaction. */
+export function inTransaction<R>(program: (q: QueryContext) => Program<R>): Promise<R> {
+  return defineQuery(program, { transaction: 'immediate' })();
+}
+
+type SqliteStore = Extract<Store, { dialect: 'sqlite' }>;
+type PostgresStore = Extract<Store, { dialect: 'pg' }>;
+
+const sqliteContexts = new WeakMap<Db, QueryContext>();
+
+function runSqlite<R>(store: SqliteStore, make: (q: QueryContext) => Program<R>, transaction?: 'deferred' | 'immediate'): R {
+  let q = sqliteContexts.get(store.db);
+  if (!q) {
+    q = { db: store.db, t: store.tables, dialect: 'sqlite' };
+    sqliteContexts.set(store.db, q);
+  }
+  const context = q;
+  const drive = () => driveSync(make(context));
+  // Nested (a query called while another's transaction is open) becomes a savepoint.
+  return transaction ? store.sqlite.transaction(drive)[transaction]() : drive();
+}
+
+function driveSync<R>(program: Program<R>): R {
+  let next = program.next();
+  while (!next.done) {
+    let value: unknown;
+    try {
+      value = executeSqlite(next.value);
+    } catch (error) {
+      next = program.throw(error);
+      continue;
+    }
+    next = program.next(value);
+  }
+  return next.value;
+}
+
+function executeSqlite(step: Step): unknown {
+  switch (step.kind) {
+    case 'rows':
+      return (step.query as ReturnsRows<unknown>).all(step.params);
+    case 'changes':
+      return (step.query as { run(params?: Record<string, unknown>): { changes: number } }).run(step.params).changes;
+  }
+}
+
+async function runPostgres<R>(store: PostgresStore, make: (q: QueryContext) => Program<R>, transaction?: 'deferred' | 'immediate'): Promise<R> {
+  if (!store.migrated) await postgresReady(store);
+  if (!transaction) return driveAsync(make({ db: store.db, t: store.tables, dialect: 'pg' }));
+  return store.db.transaction(async (tx) => driveAsync(make({ db: tx as unknown as Db, t: store.tables, dialect: 'pg' })) as never) as unknown as Promise<R>;
+}
+
+async function driveAsync<R>(program: Program<R>): Promise<R> {
+  let next = program.next();
+  while (!next.done) {
+    let value: unknown;
+    try {
+      value = await executePostgres(next.value);
+    } catch (error) {
+      next = program.throw(error);
+      continue;
+    }
+    next = program.next(value);
+  }
+  return next.value;
+}
+
+interface PostgresExecutable {
+  execute(params?: Record<string, unknown>): Promise<unknown>;
+}
+
+async function executePostgres(step: Step): Promise<unknown> {
+  switch (step.kind) {
+    case 'rows':
+      return (step.query as PostgresExecutable).execute(step.params);
+    case 'changes':
+      return ((await (step.query as PostgresExecutable).execute(step.params)) as { rowCount: number | null }).rowCount ?? 0;
+  }
+}
+
+/**
+ * A statement built once per connection, for the statements every request runs: building a drizzle
+ * query costs more than running it. On SQLite it is prepared; on PostgreSQL it is built per call on the
+ * program's connection (a transaction's statements must run on its connection). Parameters are
+ * `sql.placeholder(name)`s.
+ */
+export function preparedQuery<T>(build: (q: QueryContext) => T): (q: QueryContext) => T {
+  const byConnection = new WeakMap<Db, T>();
+  return (q) => {
+    if (q.dialect === 'pg') return build(q);
+    let query = byConnection.get(q.db);
+    if (query === undefined) {
+      query = (build(q) as { prepare(): T }).prepare();
+      byConnection.set(q.db, query);
+    }
+    return query;
+  };
+}
+
+/** The larger of two values, in the program's SQL dialect. */
+export function greatest(q: QueryContext, a: unknown, b: unknown): SQL {
+  return q.dialect === 'pg' ? sql`greatest(${a}, ${b})` : sql`max(${a}, ${b})`;
+}

@@ -319,10 +319,12 @@ if (process.argv.includes('--check-reports')) {
     // hosts that run only route handlers. The authorization server needs npm start's server, so its
     // suite runs once; so does the database copy, which no mount serves.
     console.log('\nIntegration suites through the route handler (next start)...');
-    const onceOnly = ['tests/integration/oauth.test.ts', 'tests/integration/db-copy.test.ts'].flatMap((file) => ['--exclude', file]);
+    const onceOnly = ['tests/integration/oauth.test.ts', 'tests/integration/db-copy.test.ts', 'tests/integration/outage.test.ts'].flatMap((file) => ['--exclude', file]);
     runVitest('route-handler', counts, ['tests/integration', ...onceOnly], { MCP_TEST_MOUNT: 'route-handler' });
     console.log('\nIntegration suites on PostgreSQL...');
-    await runOnPostgres((url) => runVitest('postgres', counts, ['tests/integration', '--exclude', 'tests/integration/db-copy.test.ts'], { MCP_TEST_DATABASE: 'postgres', TEST_DATABASE_URL: url }));
+    // The copy and the outage suites are about PostgreSQL already, and ran in the first pass.
+    const postgresOnly = ['tests/integration/db-copy.test.ts', 'tests/integration/outage.test.ts'].flatMap((file) => ['--exclude', file]);
+    await runOnPostgres((url) => runVitest('postgres', counts, ['tests/integration', ...postgresOnly], { MCP_TEST_DATABASE: 'postgres', TEST_DATABASE_URL: url }));
     runPlaywright(counts);
   }
 }

@@ -84,7 +84,8 @@ export async function migratePostgres(pool: pg.Pool): Promise<void> {
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 
 function openPostgres(url: string): Store {
-  const pool = new pg.Pool({ connectionString: url, max: getEnv().DATABASE_POOL_SIZE });
+  // A server that does not answer fails a request within seconds (answered 503), instead of holding it.
+  const pool = new pg.Pool({ connectionString: url, max: getEnv().DATABASE_POOL_SIZE, connectionTimeoutMillis: 5_000 });
   // An idle connection the server dropped is replaced on next use; the pool must not crash the process.
   pool.on('error', (error) => console.error('PostgreSQL connection lost:', error.message));
   const db = drizzlePg(pool, { schema: pgSchema }) as unknown as Db;

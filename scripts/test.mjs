@@ -328,14 +328,15 @@ if (process.argv.includes('--check-reports')) {
     ensureHaproxy();
     runVitest('all', counts);
     // The integration suites again with /mcp served by Next's route handler (next start), the mount for
-    // hosts that run only route handlers. The authorization server needs npm start's server, so its
-    // suite runs once; so does the database copy, which no mount serves.
+    // hosts that run only route handlers, then on PostgreSQL. The authorization server needs npm start's
+    // server, so its suite runs once; so do the suites about PostgreSQL itself (the copy, several
+    // instances, an outage), which bring their own database.
     console.log('\nIntegration suites through the route handler (next start)...');
-    const onceOnly = ['tests/integration/oauth.test.ts', 'tests/integration/db-copy.test.ts', 'tests/integration/instances.test.ts'].flatMap((file) => ['--exclude', file]);
+    const aboutPostgres = ['tests/integration/db-copy.test.ts', 'tests/integration/instances.test.ts', 'tests/integration/outage.test.ts'];
+    const onceOnly = ['tests/integration/oauth.test.ts', ...aboutPostgres].flatMap((file) => ['--exclude', file]);
     runVitest('route-handler', counts, ['tests/integration', ...onceOnly], { MCP_TEST_MOUNT: 'route-handler' });
     console.log('\nIntegration suites on PostgreSQL...');
-    // The copy and the multi-instance suites are about PostgreSQL already, and ran in the first pass.
-    const postgresOnly = ['tests/integration/db-copy.test.ts', 'tests/integration/instances.test.ts'].flatMap((file) => ['--exclude', file]);
+    const postgresOnly = aboutPostgres.flatMap((file) => ['--exclude', file]);
     await runOnPostgres((url) => runVitest('postgres', counts, ['tests/integration', ...postgresOnly], { MCP_TEST_DATABASE: 'postgres', TEST_DATABASE_URL: url }));
     runPlaywright(counts);
   }

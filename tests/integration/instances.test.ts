@@ -1,7 +1,9 @@
 import { CallToolResultSchema, TaskStatusNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCluster, type Cluster } from '../helpers/cluster';
+import { callServerAction, setPassword, signIn } from '../helpers/dashboard';
 import { connectSdk2Client, connectSdkClient, RawMcp, SseReader, type RpcReply } from '../helpers/mcp';
+import { BrowserSession, pkcePair, publicClientMetadata, registerClient, tokenRequest } from '../helpers/oauth';
 import { createToken, type TestServer } from '../helpers/server';
 
 /**
@@ -11,6 +13,7 @@ import { createToken, type TestServer } from '../helpers/server';
 let cluster: Cluster;
 let token: string;
 const leaseMs = 3_000;
+const dashboardPassword = 'correct horse battery staple';
 // Small enough to reach in a test, large enough for every other test's user.
 const caps = { streams: 4, sessions: 10 };
 
@@ -164,6 +167,75 @@ describe('several instances behind a load balancer', () => {
     expect(ended.status).toBe('completed');
     // Loosely: the p50 over 200 tasks is in the bench; B is not polling (its wait would take a poll interval or more).
     expect(wokenAt - Date.parse(ended.lastUpdatedAt)).toBeLessThan(1_000);
+  });
+
+  it('takes a question answered in the dashboard, through the balancer, to the tool on another instance', async () => {
+    const [a] = cluster.instances;
+    const onA = await sessionOn(a.mcpUrl);
+    const { task } = await onA.call('tools/call', { name: 'ask_human', arguments: { question: 'Answer me in the browser?' }, task: {} });
+    await expect.poll(() => taskRow(task.taskId).status).toBe('input_required');
+    const input = cluster.instances[1].db().prepare("SELECT id FROM task_inputs WHERE task_id = ? AND status = 'pending'").get(task.taskId) as { id: string };
+    expect(setPassword(a, 'ada@example.com', dashboardPassword).status).toBe(0);
+    const balancer = { url: cluster.url } as TestServer;
+    const { sessionCookie } = await signIn(balancer, 'ada@example.com', dashboardPassword);
+    expect(sessionCookie).toBeDefined();
+    const form = new FormData();
+    form.set('_1_$action', 'accept');
+    form.set('_1_answer', 'from the browser');
+    form.set('0', JSON.stringify([input.id, { ok: false }, '$K1']));
+    const pressed = await callServerAction(balancer, {
+      page: `/tasks/${task.taskId}`,
+      filename: 'app/(dashboard)/tasks/[taskId]/input-actions.ts',
+      exportedName: 'answerQuestionAction',
+      body: form,
+      cookie: sessionCookie,
+    });
+    expect(pressed.status).toBe(200);
+    const result = await onA.call('tasks/result', { taskId: task.taskId });
+    expect(result.content[0].text).toBe('Answer (given in the dashboard): from the browser');
+  });
+
+  it('connects a client by OAuth through the balancer, each step on whichever instance it reaches', async () => {
+    expect(setPassword(cluster.instances[0], 'ada@example.com', dashboardPassword).status).toBe(0);
+    const redirectUri = 'http://127.0.0.1:53682/callback';
+    const registered = await registerClient(cluster.url, publicClientMetadata('Balanced client', redirectUri));
+    expect(registered.status).toBe(201);
+    const { client_id: clientId } = (await registered.json()) as { client_id: string };
+    const browser = new BrowserSession(cluster.url);
+    await browser.signIn('ada@example.com', dashboardPassword);
+    const pkce = pkcePair();
+    const authorizeUrl = new URL('/oauth/authorize', cluster.url);
+    for (const [name, value] of Object.entries({
+      response_type: 'code',
+      client_id: clientId,
+      redirect_uri: redirectUri,
+      scope: 'mcp',
+      state: 'balanced',
+      code_challenge: pkce.challenge,
+      code_challenge_method: 'S256',
+      resource: cluster.mcpUrl,
+    })) {
+      authorizeUrl.searchParams.set(name, value);
+    }
+    const landed = await browser.authorize(authorizeUrl.toString());
+    expect(landed.searchParams.get('state')).toBe('balanced');
+    const code = landed.searchParams.get('code')!;
+    const exchanged = await tokenRequest(cluster.url, {
+      grant_type: 'authorization_code',
+      client_id: clientId,
+      code,
+      code_verifier: pkce.verifier,
+      redirect_uri: redirectUri,
+      resource: cluster.mcpUrl,
+    });
+    expect(exchanged.status).toBe(200);
+    const accessToken = (exchanged.body as { access_token: string }).access_token;
+    // The token works on every instance, whichever issued it.
+    for (const instance of cluster.instances) {
+      const mcp = new RawMcp(instance.mcpUrl, accessToken);
+      await mcp.initialize();
+      expect((await mcp.call('tools/list')).tools.map((tool: { name: string }) => tool.name)).toContain('delay');
+    }
   });
 
   it('takes over the tasks of a killed instance: resumed or honestly failed, each once, questions kept', async () => {

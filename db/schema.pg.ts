@@ -146,6 +146,8 @@ export const tasks = pgTable(
     attempt: integer('attempt').notNull().default(1),
     invocation: text('invocation', { enum: taskInvocations }).notNull().default('task'),
     callRequestId: jsonText<string | number>('call_request_id'),
+    runner: text('runner'),
+    leaseExpiresAt: millis('lease_expires_at'),
   },
   (table) => [
     index('tasks_user_created_idx').on(table.userId, table.createdAt, table.id),

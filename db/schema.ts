@@ -139,6 +139,10 @@ export const tasks = sqliteTable(
     invocation: text('invocation', { enum: taskInvocations }).notNull().default('task'),
     /** The JSON-RPC id of the plain tools/call a task answers, so that notifications/cancelled finds it. */
     callRequestId: text('call_request_id', { mode: 'json' }).$type<string | number>(),
+    /** The server instance whose process runs the task's tool (see TaskEngine: leases). */
+    runner: text('runner'),
+    /** Until when the runner holds the task; an active task past it is taken over by another instance. */
+    leaseExpiresAt: millis('lease_expires_at'),
   },
   (table) => [
     index('tasks_user_created_idx').on(table.userId, table.createdAt, table.id),

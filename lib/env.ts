@@ -30,6 +30,8 @@ const envSchema = z
     TASK_LIST_PAGE_SIZE: z.coerce.number().int().min(1).max(1000).default(50),
     TASK_SWEEP_INTERVAL_MS: positiveInt(60 * 1000),
     TASK_MAX_ACTIVE_PER_USER: positiveInt(100),
+    // A running task's lease: another instance takes over the tasks of one that died within this (plus a scan, ≤ 2 s).
+    TASK_LEASE_MS: z.coerce.number().int().min(1_000).max(10 * 60_000).default(10_000),
     SESSION_MESSAGE_RETENTION_MS: positiveInt(60 * 60 * 1000),
     // Clients reset their request timeouts on progress; some give up after 15 s of silence.
     CALL_HEARTBEAT_MS: z.coerce.number().int().min(100).max(15_000).default(10_000),

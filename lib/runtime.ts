@@ -2,6 +2,8 @@ import packageJson from '@/package.json';
 import { deleteEndedMcpSessions, deleteSessionMessagesOlderThan, endIdleMcpSessions, getMcpSessionById } from '@/db/queries/sessions';
 import { getServerSecret } from '@/lib/auth/secret';
 import { getEnv } from '@/lib/env';
+import { instanceId } from '@/lib/instance';
+import { deleteLapsedStreamPlaces, giveBackStreamPlaces, renewStreamPlaces, sessionsWithStreamOpen, streamPlaceRenewalMs, streamPlaceTtlMs } from '@/lib/mcp/caps';
 import { abortRequestsInFlight, type McpContext } from '@/lib/mcp/handler';
 import { followClientTask } from '@/lib/mcp/client-task-poller';
 import { logTaskEnds } from '@/lib/mcp/observe';
@@ -18,9 +20,6 @@ export interface Runtime {
 }
 
 const globalForRuntime = globalThis as unknown as { __mcpTaskServerRuntime?: Runtime };
-
-/** This process, among the instances that share a database. */
-export const instanceId = crypto.randomUUID();
 
 /**
  * The one engine of this process, wired to its tools, its bus and the MCP session streams. Created on
@@ -42,6 +41,8 @@ export function getRuntime(): Runtime {
       maxActivePerUser: env.TASK_MAX_ACTIVE_PER_USER,
       maxStoredPerUser: env.TASK_MAX_STORED_PER_USER,
       appUrl: env.APP_URL,
+      instanceId,
+      leaseMs: env.TASK_LEASE_MS,
     },
     bus,
   );
@@ -68,15 +69,35 @@ export function getRuntime(): Runtime {
 
   // Recovery, then the first sweep, run in the background: getRuntime stays synchronous. On SQLite each
   // of their queries runs at once, so recovery is done before this process reads another request.
-  recover(engine, streams)
+  // One process alone on its SQLite file takes every task a previous process left; instances sharing
+  // PostgreSQL take only the tasks whose lease ran out (or was handed back).
+  const everyActive = !env.DATABASE_URL;
+  recover(engine, streams, everyActive)
     .catch((error: unknown) => console.error('Recovering interrupted tasks failed', error))
     .finally(() => sweep(engine, streams, env));
   setInterval(() => void sweep(engine, streams, env), env.TASK_SWEEP_INTERVAL_MS).unref();
+  if (env.DATABASE_URL) {
+    const leases = new Leases(engine, env.TASK_LEASE_MS);
+    setInterval(() => leases.renew(), env.TASK_LEASE_MS / 3).unref();
+    setInterval(() => leases.takeOver(), Math.min(2_000, env.TASK_LEASE_MS / 2)).unref();
+    // Another instance that is stopping handed its tasks back: take them now, not at the next scan.
+    bus.subscribe(topics.leases, (event) => {
+      if (event.remote) leases.takeOver();
+    });
+  }
+  // Instances sharing PostgreSQL count their streams together, in rows that lapse unless renewed.
+  if (env.DATABASE_URL) setInterval(renewPlaces, streamPlaceRenewalMs).unref();
   // Next.js shuts down gracefully, waiting for open responses; streams and long waits must end first.
-  // Running tasks stop without a state change, so the next start resumes or fails them honestly.
+  // Running tasks stop without a state change and are handed back: another instance (or the next start)
+  // resumes or fails them honestly. The places of this instance's streams are given back with them.
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.once(signal, () => {
-      engine.abortAll();
+      handingOver ??= Promise.all([
+        engine.handOver().catch((error: unknown) => console.error('Handing tasks over failed; they are taken over when their leases run out', error)),
+        giveBackStreamPlaces().catch((error: unknown) =>
+          console.error(`Giving back the places of this instance's streams failed; they stop counting within ${streamPlaceTtlMs / 1000} s`, error),
+        ),
+      ]).then(() => {});
       abortRequestsInFlight();
       closeAllStreams();
     });
@@ -84,9 +105,86 @@ export function getRuntime(): Runtime {
   return runtime;
 }
 
+let handingOver: Promise<void> | undefined;
+
+/**
+ * Resolves once this process has handed its running tasks and its streams' places back (at SIGTERM); at
+ * once when it has not begun.
+ */
+export function tasksHandedOver(): Promise<void> {
+  return handingOver ?? Promise.resolve();
+}
+
+/**
+ * Renews this instance's leases and takes over expired ones (instances sharing PostgreSQL; one process
+ * on SQLite takes every task at start instead); each never overlaps itself, and never rejects.
+ */
+class Leases {
+  private renewing = false;
+  private taking: Promise<void> | undefined;
+  private again = false;
+  /** When this instance last failed to reach the database over leases. */
+  private failedAt = -Infinity;
+
+  constructor(
+    private readonly engine: TaskEngine,
+    private readonly leaseMs: number,
+  ) {}
+
+  renew(): void {
+    if (this.renewing || handingOver) return;
+    this.renewing = true;
+    this.engine
+      .renewLeases()
+      .catch((error: unknown) => {
+        this.failedAt = Date.now();
+        console.error('Renewing task leases failed', error);
+      })
+      .finally(() => (this.renewing = false));
+  }
+
+  takeOver(): void {
+    if (handingOver) return;
+    // After the database was out of reach, every instance's leases may have run out while their runners
+    // lived: give them one lease to renew before taking any task over.
+    if (Date.now() - this.failedAt < this.leaseMs) return;
+    if (this.taking) {
+      this.again = true;
+      return;
+    }
+    this.taking = this.engine
+      .recoverInterruptedTasks()
+      .then((taken) => {
+        if (taken.resumed + taken.failed > 0) console.log(`Tasks taken over from a stopped instance: ${taken.resumed} resumed, ${taken.failed} failed.`);
+      })
+      .catch((error: unknown) => {
+        this.failedAt = Date.now();
+        console.error('Taking over tasks failed', error);
+      })
+      .finally(() => {
+        this.taking = undefined;
+        if (this.again) {
+          this.again = false;
+          this.takeOver();
+        }
+      });
+  }
+}
+
+let renewingPlaces = false;
+
+/** Renews the places of this instance's streams; never overlaps itself, never rejects, stops at SIGTERM. */
+function renewPlaces(): void {
+  if (renewingPlaces || handingOver) return;
+  renewingPlaces = true;
+  renewStreamPlaces()
+    .catch((error: unknown) => console.error("Renewing the places of this instance's streams failed", error))
+    .finally(() => (renewingPlaces = false));
+}
+
 /** Run once at start: resumes or fails interrupted tasks, and follows again the client tasks that answer questions. */
-async function recover(engine: TaskEngine, streams: SessionStreams): Promise<void> {
-  const recovered = await engine.recoverInterruptedTasks();
+async function recover(engine: TaskEngine, streams: SessionStreams, everyActive: boolean): Promise<void> {
+  const recovered = await engine.recoverInterruptedTasks(everyActive);
   // Clients answering questions through tasks of their own are followed again.
   for (const { input, sessionId } of await engine.inputs.listFollowedByClientTasks()) {
     const session = sessionId ? await getMcpSessionById(sessionId) : undefined;
@@ -109,15 +207,20 @@ async function recover(engine: TaskEngine, streams: SessionStreams): Promise<voi
 
 let sweeping = false;
 
-/** Deletes expired tasks, old session messages and idle sessions; never rejects, and skips a turn while the last one runs. */
+/**
+ * Deletes expired tasks, old session messages, idle sessions (none with a stream open on any instance) and
+ * the stream places of instances that died; never rejects, and skips a turn while the last one runs.
+ */
 async function sweep(engine: TaskEngine, streams: SessionStreams, env: ReturnType<typeof getEnv>): Promise<void> {
   if (sweeping) return;
   sweeping = true;
   try {
     await engine.sweepExpiredTasks();
     await deleteSessionMessagesOlderThan(Date.now() - env.SESSION_MESSAGE_RETENTION_MS);
-    for (const sessionId of await endIdleMcpSessions(Date.now() - env.SESSION_IDLE_TIMEOUT_MS, streams.openSessionIds())) forgetAnsweredCopies(sessionId);
+    const inUse = await sessionsWithStreamOpen(streams.openSessionIds());
+    for (const sessionId of await endIdleMcpSessions(Date.now() - env.SESSION_IDLE_TIMEOUT_MS, inUse)) forgetAnsweredCopies(sessionId);
     await deleteEndedMcpSessions();
+    await deleteLapsedStreamPlaces();
   } catch (error) {
     console.error('TTL sweep failed', error);
   } finally {

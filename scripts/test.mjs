@@ -229,6 +229,17 @@ function ensureChromium() {
   return false;
 }
 
+/** The load balancer of the multi-instance suite (Debian's package), installed when missing and root. */
+function ensureHaproxy() {
+  if (fs.existsSync('/usr/sbin/haproxy')) return;
+  if (process.getuid?.() === 0) {
+    console.log('Installing HAProxy for the multi-instance tests (apt-get install haproxy)...');
+    run('apt-get', ['update', '-qq']);
+    run('apt-get', ['install', '-y', '-qq', 'haproxy'], { extraEnv: { DEBIAN_FRONTEND: 'noninteractive' } });
+  }
+  if (!fs.existsSync('/usr/sbin/haproxy')) console.error('The multi-instance tests need HAProxy at /usr/sbin/haproxy. Install it as root: apt-get install -y haproxy');
+}
+
 function hasSpecs(dir) {
   if (!fs.existsSync(dir)) return false;
   return fs.readdirSync(dir, { recursive: true }).some((file) => String(file).endsWith('.spec.ts'));
@@ -314,16 +325,18 @@ if (process.argv.includes('--check-reports')) {
   if (run(process.execPath, [path.join(root, 'node_modules', 'next', 'dist', 'bin', 'next'), 'build'], { timeoutMs: timeLimitsMs.build }).status !== 0) {
     fail(1, 'build failed');
   } else {
+    ensureHaproxy();
     runVitest('all', counts);
     // The integration suites again with /mcp served by Next's route handler (next start), the mount for
-    // hosts that run only route handlers. The authorization server needs npm start's server, so its
-    // suite runs once; so does the database copy, which no mount serves.
+    // hosts that run only route handlers, then on PostgreSQL. The authorization server needs npm start's
+    // server, so its suite runs once; so do the suites about PostgreSQL itself (the copy, several
+    // instances, an outage), which bring their own database.
     console.log('\nIntegration suites through the route handler (next start)...');
-    const onceOnly = ['tests/integration/oauth.test.ts', 'tests/integration/db-copy.test.ts', 'tests/integration/outage.test.ts'].flatMap((file) => ['--exclude', file]);
+    const aboutPostgres = ['tests/integration/db-copy.test.ts', 'tests/integration/instances.test.ts', 'tests/integration/outage.test.ts'];
+    const onceOnly = ['tests/integration/oauth.test.ts', ...aboutPostgres].flatMap((file) => ['--exclude', file]);
     runVitest('route-handler', counts, ['tests/integration', ...onceOnly], { MCP_TEST_MOUNT: 'route-handler' });
     console.log('\nIntegration suites on PostgreSQL...');
-    // The copy and the outage suites are about PostgreSQL already, and ran in the first pass.
-    const postgresOnly = ['tests/integration/db-copy.test.ts', 'tests/integration/outage.test.ts'].flatMap((file) => ['--exclude', file]);
+    const postgresOnly = aboutPostgres.flatMap((file) => ['--exclude', file]);
     await runOnPostgres((url) => runVitest('postgres', counts, ['tests/integration', ...postgresOnly], { MCP_TEST_DATABASE: 'postgres', TEST_DATABASE_URL: url }));
     runPlaywright(counts);
   }

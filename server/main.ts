@@ -16,7 +16,7 @@ import { handleOAuthRequest } from '@/lib/auth/oauth/node-handler';
 import { getServerSecret } from '@/lib/auth/secret';
 import { ConfigError, getEnv } from '@/lib/env';
 import { observeMcp } from '@/lib/mcp/observe';
-import { getRuntime } from '@/lib/runtime';
+import { getRuntime, tasksHandedOver } from '@/lib/runtime';
 import { fromNodeRequest, sendReply } from './node-bridge';
 
 const root = process.cwd();
@@ -140,7 +140,8 @@ export async function main({ dev = false } = {}): Promise<void> {
 
   // The runtime's own SIGTERM/SIGINT listeners end streams and waits first; then open requests drain.
   const shutdown = () => {
-    server.close(() => process.exit(0));
+    // Exit once open requests are done and the running tasks are handed to another instance.
+    server.close(() => void tasksHandedOver().finally(() => process.exit(0)));
     server.closeIdleConnections();
     setTimeout(() => process.exit(0), 10_000).unref();
   };

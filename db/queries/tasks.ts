@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, getTableColumns, gt, inArray, like, lte, sql } from 'drizzle-orm';
+import { and, asc, count, desc, eq, getTableColumns, gt, inArray, isNull, like, lte, or, sql } from 'drizzle-orm';
 import { rowCache } from '../cache';
 import { changes, defineQuery, first, greatest, lock, preparedQuery, rows, type Program, type QueryContext } from '../run';
 import type { taskEvents, tasks, TaskStatus } from '../schema';
@@ -44,14 +44,16 @@ const insertTaskRow = preparedQuery((q) =>
       progressToken: sql`${sql.placeholder('progressToken')}`,
       invocation: sql.placeholder('invocation'),
       callRequestId: sql`${sql.placeholder('callRequestId')}`,
+      runner: sql.placeholder('runner'),
+      leaseExpiresAt: sql.placeholder('leaseExpiresAt'),
     })
     .returning(),
 );
 
 /**
  * Stored tasks per user, counted once and then kept in step by this process's own inserts and
- * deletions (counting them on every creation would read up to the whole limit's worth of rows).
- * Another instance's inserts are missed for at most the entry's age (5 s).
+ * deletions (counting them on every creation would read up to the whole limit's worth of rows). On
+ * SQLite only: one process makes every insert.
  */
 const storedCounts = rowCache<string, number>('stored-tasks-by-user', 10_000, 5_000);
 
@@ -68,7 +70,8 @@ export const insertTaskWithinLimits = defineQuery(
     yield* lock(q, `task-limits:${row.userId}`);
     const active = (yield* first(countActiveByUser(q), { userId: row.userId }))?.n ?? 0;
     if (active >= limits.maxActive) return { refused: 'active', count: active };
-    let stored = storedCounts.peek(row.userId);
+    // Instances sharing PostgreSQL each insert: there the count is read every time, under the lock.
+    let stored = q.dialect === 'sqlite' ? storedCounts.peek(row.userId) : undefined;
     if (stored === undefined) {
       stored = (yield* first(storedByUserUpTo(q), { userId: row.userId, atMost: limits.maxStored }))?.n ?? 0;
       storedCounts.set(row.userId, stored);
@@ -199,9 +202,13 @@ const updateTaskStatus = preparedQuery((q) =>
       result: sql`coalesce(${sql.placeholder('result')}, ${q.t.tasks.result})`,
       error: sql`coalesce(${sql.placeholder('error')}, ${q.t.tasks.error})`,
     })
-    .where(and(eq(q.t.tasks.id, sql.placeholder('id')), statusIn(q, sql.placeholder('from'))))
+    .where(and(eq(q.t.tasks.id, sql.placeholder('id')), statusIn(q, sql.placeholder('from')), heldBy(q, sql.placeholder('runner'))))
     .returning(),
 );
+
+/** No condition when `runner` is null; otherwise only while that instance holds the task. */
+const heldBy = (q: QueryContext, runner: ReturnType<typeof sql.placeholder>) =>
+  q.dialect === 'pg' ? sql`(cast(${runner} as text) is null or ${q.t.tasks.runner} = cast(${runner} as text))` : sql`(${runner} is null or ${q.t.tasks.runner} = ${runner})`;
 
 /**
  * Moves a task between states only when it is in one of `from`: the database decides every race.
@@ -218,6 +225,8 @@ export const transitionTask = defineQuery(
       actor: string;
       result?: Record<string, unknown>;
       error?: { code: number; message: string; data?: unknown };
+      /** Only while this instance holds the task: a runner whose task was taken over records nothing. */
+      runner?: string;
     },
   ): Program<TaskRow | undefined> {
     const now = Date.now();
@@ -230,6 +239,7 @@ export const transitionTask = defineQuery(
       now,
       result: jsonOrNull(change.result),
       error: jsonOrNull(change.error),
+      runner: change.runner ?? null,
     });
     if (!updated) return undefined;
     yield* changes(insertTaskEvent(q), { taskId: id, at: now, fromStatus: before?.status ?? null, toStatus: change.to, statusMessage: change.statusMessage, actor: change.actor });
@@ -347,3 +357,49 @@ const countActiveByUser = preparedQuery((q) =>
     .from(q.t.tasks)
     .where(and(eq(q.t.tasks.userId, sql.placeholder('userId')), inArray(q.t.tasks.status, ['working', 'input_required']))),
 );
+
+const activeStatuses: TaskStatus[] = ['working', 'input_required'];
+
+/**
+ * Extends this instance's hold on the tasks it runs; resolves with the ids still held (one that is not
+ * was taken over by another instance while this one stalled, and must stop here).
+ */
+export const renewTaskLeases = defineQuery(function* (q, runner: string, taskIds: string[], until: number): Program<string[]> {
+  if (taskIds.length === 0) return [];
+  const { tasks } = q.t;
+  const renewed = yield* rows(
+    q.db
+      .update(tasks)
+      .set({ leaseExpiresAt: until })
+      .where(and(eq(tasks.runner, runner), inArray(tasks.id, taskIds), inArray(tasks.status, activeStatuses)))
+      .returning({ id: tasks.id }),
+  );
+  return renewed.map((row) => row.id);
+});
+
+/**
+ * Takes the active tasks no living instance holds (its lease ran out, or was handed back), or with
+ * `everyActive` every active task (one process alone on its SQLite file, at start). The update is the
+ * whole decision: of two instances claiming at once, each task goes to exactly one.
+ */
+export const claimTaskLeases = defineQuery(function* (q, runner: string, now: number, until: number, everyActive: boolean): Program<TaskRow[]> {
+  const { tasks } = q.t;
+  return yield* rows(
+    q.db
+      .update(tasks)
+      .set({ runner, leaseExpiresAt: until })
+      .where(and(inArray(tasks.status, activeStatuses), everyActive ? undefined : or(isNull(tasks.leaseExpiresAt), lte(tasks.leaseExpiresAt, now))))
+      .returning(),
+  );
+});
+
+/** Hands this instance's tasks back at once (it is stopping): another instance takes them over. */
+export const releaseTaskLeases = defineQuery(function* (q, runner: string): Program<number> {
+  const { tasks } = q.t;
+  return yield* changes(
+    q.db
+      .update(tasks)
+      .set({ leaseExpiresAt: 0 })
+      .where(and(eq(tasks.runner, runner), inArray(tasks.status, activeStatuses))),
+  );
+});

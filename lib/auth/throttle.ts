@@ -1,19 +1,20 @@
-import { RateLimiterMemory, type RateLimiterRes } from 'rate-limiter-flexible';
+import type { RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
+import { createLimiter } from '@/db/limiter';
 import { getEnv } from '@/lib/env';
 import { retryAfterFromError, tooManyAttemptsError, tooManyAttemptsMessage } from './throttle-message';
 
 /**
- * Sign-in and sign-up attempts, counted over AUTH_THROTTLE_WINDOW_SECONDS. The counts live in this
- * process's memory: with several instances each counts on its own (a client gets the limit once per
- * instance), and a restart forgets them; instances sharing a database would switch to one of the
- * library's shared stores (RateLimiterPostgres, Redis).
+ * Sign-in and sign-up attempts, counted over AUTH_THROTTLE_WINDOW_SECONDS (db/limiter.ts). On SQLite
+ * the counts live in this process's memory, which is the whole deployment there, and a restart forgets
+ * them; on PostgreSQL every instance counts in the same table, so a client gets each limit once per
+ * deployment whichever instance it reaches, and a restart forgets nothing.
  */
 type Limiters = {
-  signInByIp: RateLimiterMemory;
-  signInByAccountAndIp: RateLimiterMemory;
-  signInByAccount: RateLimiterMemory;
-  signUpByIp: RateLimiterMemory;
-  signUpByAccount: RateLimiterMemory;
+  signInByIp: RateLimiterAbstract;
+  signInByAccountAndIp: RateLimiterAbstract;
+  signInByAccount: RateLimiterAbstract;
+  signUpByIp: RateLimiterAbstract;
+  signUpByAccount: RateLimiterAbstract;
 };
 
 export type ThrottleVerdict = { allowed: true } | { allowed: false; retryAfterSeconds: number };
@@ -25,11 +26,11 @@ function limiters(): Limiters {
   const env = getEnv();
   const duration = env.AUTH_THROTTLE_WINDOW_SECONDS;
   const created: Limiters = {
-    signInByIp: new RateLimiterMemory({ keyPrefix: 'signin-ip', points: env.SIGNIN_MAX_PER_IP, duration }),
-    signInByAccountAndIp: new RateLimiterMemory({ keyPrefix: 'signin-account-ip', points: env.SIGNIN_MAX_PER_ACCOUNT, duration }),
-    signInByAccount: new RateLimiterMemory({ keyPrefix: 'signin-account', points: env.SIGNIN_MAX_PER_ACCOUNT_ALL_ADDRESSES, duration }),
-    signUpByIp: new RateLimiterMemory({ keyPrefix: 'signup-ip', points: env.SIGNUP_MAX_PER_IP, duration }),
-    signUpByAccount: new RateLimiterMemory({ keyPrefix: 'signup-account', points: env.SIGNIN_MAX_PER_ACCOUNT, duration }),
+    signInByIp: createLimiter({ keyPrefix: 'signin-ip', points: env.SIGNIN_MAX_PER_IP, duration }),
+    signInByAccountAndIp: createLimiter({ keyPrefix: 'signin-account-ip', points: env.SIGNIN_MAX_PER_ACCOUNT, duration }),
+    signInByAccount: createLimiter({ keyPrefix: 'signin-account', points: env.SIGNIN_MAX_PER_ACCOUNT_ALL_ADDRESSES, duration }),
+    signUpByIp: createLimiter({ keyPrefix: 'signup-ip', points: env.SIGNUP_MAX_PER_IP, duration }),
+    signUpByAccount: createLimiter({ keyPrefix: 'signup-account', points: env.SIGNIN_MAX_PER_ACCOUNT, duration }),
   };
   globalForThrottle.__mcpTaskServerThrottles = created;
   return created;

@@ -33,7 +33,7 @@ import {
   type JsonRpcRequest,
   type JsonRpcResponse,
 } from './schema';
-import { answersWithStream, createSessionWithinCap, takeMcpStreamPlace, type StreamPlace } from './caps';
+import { answersWithStream, countMcpStream, createSessionWithinCap, takeMcpStreamPlace, type StreamPlace } from './caps';
 import { followClientTask } from './client-task-poller';
 import { canCancelTasks, clientLabel, forgetAnsweredCopies, markCopyAnswered, parseInputRequestId } from './input-requests';
 import { getRateLimits } from './rate-limit';
@@ -314,7 +314,7 @@ async function handleBatch(request: McpHttpRequest, messages: unknown[], ctx: Mc
   const openStream = () => {
     if (stream) return;
     stream = new SseStream(ctx.heartbeatMs);
-    takeMcpStreamPlace(caller.userId, 'allow').holdUntilEnd(stream);
+    countMcpStream(caller.userId, session.id, stream);
     closeWhenTokenRevoked(stream, caller.tokenId);
     markStreamed();
   };
@@ -478,7 +478,7 @@ async function respond(
   let streamPlace: StreamPlace | undefined;
   if (await answersWithStream(message, session, ctx.engine, caller.userId)) {
     try {
-      streamPlace = takeMcpStreamPlace(caller.userId);
+      streamPlace = await takeMcpStreamPlace(caller.userId, session.id);
     } catch (error) {
       if (isHttpError(error)) return httpErrorReply(error, message.id);
       throw error;
@@ -496,7 +496,8 @@ async function respond(
       streamKey = resumableAs ?? `post:${crypto.randomUUID()}`;
       stream = ctx.streams.openResponse(session, streamKey, message.id);
       // A stream no one could foresee (a quick tool's progress, a cancelled request) is counted all the same.
-      (streamPlace ?? takeMcpStreamPlace(caller.userId, 'allow')).holdUntilEnd(stream);
+      if (streamPlace) streamPlace.holdUntilEnd(stream);
+      else countMcpStream(caller.userId, session.id, stream);
       closeWhenTokenRevoked(stream, caller.tokenId);
       markStreamed();
     }
@@ -576,7 +577,7 @@ async function handleGet(request: McpHttpRequest, ctx: McpContext, caller: Calle
   }
   // A reconnecting GET stream replaces the session's older one, which closes at once: no new place.
   const replacing = target.kind === 'session' && ctx.streams.hasGetStream(session.id);
-  const place = takeMcpStreamPlace(caller.userId, replacing ? 'allow' : 'refuse');
+  const place = await takeMcpStreamPlace(caller.userId, session.id, replacing ? 'allow' : 'refuse');
   let stream: SseStream;
   try {
     stream = await openGetStream(ctx, session, caller.userId, target);

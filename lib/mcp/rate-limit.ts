@@ -1,4 +1,5 @@
-import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import type { RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
+import { createLimiter } from '@/db/limiter';
 import { getEnv } from '@/lib/env';
 import { HttpError } from './errors';
 import type { MessageSummary, RequestCaller } from './request-facts';
@@ -17,7 +18,8 @@ export interface RateLimits {
 const taskOperations = new Set(['tasks/get', 'tasks/result', 'tasks/list', 'tasks/cancel']);
 const taskLookups = new Set(['tasks/get', 'tasks/result', 'tasks/cancel']);
 
-const minuteLimiter = (points: number) => (points > 0 ? new RateLimiterMemory({ points, duration: 60 }) : undefined);
+/** `keyPrefix` keeps each limit's counts apart in the table that instances share. */
+const minuteLimiter = (keyPrefix: string, points: number) => (points > 0 ? createLimiter({ keyPrefix, points, duration: 60 }) : undefined);
 
 /** A 429 refusal saying what was exceeded and when to try again (Retry-After and `error.data`). */
 export function refusal(what: string, msBeforeNext: number): HttpError {
@@ -32,10 +34,10 @@ export function refusal(what: string, msBeforeNext: number): HttpError {
 }
 
 /**
- * The /mcp rate limits (fixed one-minute windows, in this process's memory: instances sharing a
- * database each count on their own). The Tasks specification asks receivers to rate-limit task
- * operations; lookups of task ids that do not exist are counted apart, so probing for ids is slowed
- * far sooner than normal polling.
+ * The /mcp rate limits: fixed one-minute windows (db/limiter.ts), counted in memory on SQLite and in
+ * PostgreSQL when instances share it, so a limit holds for the deployment whichever instance a request
+ * reaches. The Tasks specification asks receivers to rate-limit task operations; lookups of task ids
+ * that do not exist are counted apart, so probing for ids is slowed far sooner than normal polling.
  */
 export class McpRateLimits {
   private readonly perToken;
@@ -44,10 +46,10 @@ export class McpRateLimits {
   private readonly unknownTasks;
 
   constructor(private readonly limits: RateLimits) {
-    this.perToken = minuteLimiter(limits.perToken);
-    this.perUser = minuteLimiter(limits.perUser);
-    this.taskOperations = minuteLimiter(limits.taskOperationsPerUser);
-    this.unknownTasks = minuteLimiter(limits.unknownTasksPerUser);
+    this.perToken = minuteLimiter('mcp-token', limits.perToken);
+    this.perUser = minuteLimiter('mcp-user', limits.perUser);
+    this.taskOperations = minuteLimiter('mcp-task-ops', limits.taskOperationsPerUser);
+    this.unknownTasks = minuteLimiter('mcp-unknown-tasks', limits.unknownTasksPerUser);
   }
 
   /** Counts one request of this caller, or throws a 429 HttpError saying when to retry. */
@@ -75,19 +77,22 @@ export class McpRateLimits {
   }
 }
 
-async function take(limiter: RateLimiterMemory | undefined, key: string, what: string, points = 1): Promise<void> {
+async function take(limiter: RateLimiterAbstract | undefined, key: string, what: string, points = 1): Promise<void> {
   if (!limiter) return;
   try {
     await limiter.consume(key, points);
   } catch (rejection) {
-    if (rejection instanceof RateLimiterRes) throw refusal(what, rejection.msBeforeNext);
+    // Not `instanceof RateLimiterRes`: the limits are shared across Next's bundles through globalThis,
+    // and each bundle has its own copy of the class. Anything else (the database failing) is no refusal.
+    const refused = rejection as Partial<RateLimiterRes> | undefined;
+    if (typeof refused?.msBeforeNext === 'number') throw refusal(what, refused.msBeforeNext);
     throw rejection;
   }
 }
 
 const globalForLimits = globalThis as unknown as { __mcpTaskServerRateLimits?: McpRateLimits };
 
-/** The limits of this process, from the configuration; shared by every bundle that loads this module. */
+/** The limits, from the configuration; one set per process, shared by every bundle that loads this module. */
 export function getRateLimits(): McpRateLimits {
   if (!globalForLimits.__mcpTaskServerRateLimits) {
     const env = getEnv();

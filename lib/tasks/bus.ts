@@ -28,10 +28,14 @@ export type BusEvent = (
   | { type: 'session-message'; sessionId: string; messageId: number }
   /** Events may have been missed (the connection that carries them dropped): read again. */
   | { type: 'resync' }
+  /** An instance that is stopping handed its tasks back: take them over now. */
+  | { type: 'leases-released' }
 ) & { remote?: true };
 
 export const topics = {
   allTasks: 'tasks',
+  /** Leases handed back by an instance that is stopping. */
+  leases: 'leases',
   task: (taskId: string) => `task:${taskId}`,
   input: (inputId: string) => `input:${inputId}`,
   user: (userId: string) => `user:${userId}`,
@@ -39,7 +43,7 @@ export const topics = {
   sessionStream: (sessionId: string, stream: string | null) => `session:${sessionId}:${stream ?? ''}`,
 };
 
-export type TaskBusEvent = Exclude<BusEvent, { type: 'session-message' } | { type: 'resync' }>;
+export type TaskBusEvent = Exclude<BusEvent, { type: 'session-message' } | { type: 'resync' } | { type: 'leases-released' }>;
 
 /** The task and user an event is about. */
 export function ownerOf(event: TaskBusEvent): { taskId: string; userId: string } {

@@ -1,4 +1,5 @@
 import {
+  claimTaskLeases,
   countTasksByStatusForUser,
   deleteExpiredTasks,
   getCallTaskByRequestId,
@@ -7,9 +8,10 @@ import {
   getTaskStatusByIdForUser,
   incrementTaskAttempt,
   insertTaskWithinLimits,
-  listTasksByStatus,
   listTaskEventsByTaskId,
   listTasksByUserId,
+  releaseTaskLeases,
+  renewTaskLeases,
   storeTasksProgress,
   transitionTask,
   updateTaskProgress,
@@ -52,6 +54,10 @@ export interface EngineConfig {
   maxStoredPerUser: number;
   /** The public URL of the dashboard, where a task's questions can be answered. */
   appUrl: string;
+  /** This process among the instances that share the database: the runner its leases name. */
+  instanceId: string;
+  /** How long a lease holds without renewal: how soon another instance takes over the tasks of a dead one. */
+  leaseMs: number;
 }
 
 /** How often a running task's progress is written; every report is published on the bus at once. */
@@ -62,6 +68,9 @@ const progressWriteIntervalMs = 1000;
  * without a transition): a task's waiters have nothing to do for them.
  */
 const passingEvents = new Set<BusEvent['type']>(['task-progress', 'task-log', 'task-stream-close']);
+
+/** Leases renewed in one statement at most (a process may run thousands of tasks). */
+const leaseBatch = 5_000;
 
 /** A shorter ttl would let a task expire before a client could poll it even once. */
 export const minTtlMs = 1000;
@@ -157,6 +166,8 @@ export class TaskEngine {
         progressToken: input.progressToken ?? null,
         invocation: input.callRequestId !== undefined ? 'call' : 'task',
         callRequestId: input.callRequestId ?? null,
+        runner: this.config.instanceId,
+        leaseExpiresAt: now + this.config.leaseMs,
       },
       'client',
       { maxActive: this.config.maxActivePerUser, maxStored: this.config.maxStoredPerUser },
@@ -299,10 +310,11 @@ export class TaskEngine {
   }
 
   /** Run once at start: resumes what can be resumed and honestly fails the rest. */
-  async recoverInterruptedTasks(): Promise<{ resumed: number; failed: number }> {
+  async recoverInterruptedTasks(everyActive = false): Promise<{ resumed: number; failed: number }> {
     let resumed = 0;
     let failed = 0;
-    for (const row of await listTasksByStatus(activeStatuses)) {
+    const now = Date.now();
+    for (const row of await claimTaskLeases(this.config.instanceId, now, now + this.config.leaseMs, everyActive)) {
       if (this.running.has(row.id)) continue;
       const tool = findTool(row.toolName);
       if (tool?.resumable) {
@@ -350,6 +362,31 @@ export class TaskEngine {
   /** Stops every running task without changing its state: used when the process is going away. */
   abortAll(): void {
     for (const controller of this.running.values()) controller.abort(new Error('Server shutting down'));
+  }
+
+  /**
+   * Renews the leases of the tasks this process runs. A task whose lease is no longer this instance's
+   * (it stalled past the lease, and another instance took the task over) stops here without a trace:
+   * its new runner records the outcome.
+   */
+  async renewLeases(): Promise<void> {
+    const ids = [...this.running.keys()];
+    const until = Date.now() + this.config.leaseMs;
+    const held = new Set<string>();
+    for (let start = 0; start < ids.length; start += leaseBatch) {
+      for (const id of await renewTaskLeases(this.config.instanceId, ids.slice(start, start + leaseBatch), until)) held.add(id);
+    }
+    for (const id of ids) {
+      if (!held.has(id)) this.running.get(id)?.abort(new Error('Taken over by another instance'));
+    }
+  }
+
+  /** Stops every running task and hands it back, so that another instance resumes it at once. */
+  async handOver(): Promise<number> {
+    this.abortAll();
+    const released = await releaseTaskLeases(this.config.instanceId);
+    if (released > 0) this.bus.publish(topics.leases, { type: 'leases-released' });
+    return released;
   }
 
   private run(row: TaskRow, tool: ToolDefinition, resumedFrom?: ToolContext['resumedFrom']): void {
@@ -427,12 +464,14 @@ export class TaskEngine {
       statusMessage = `Tool execution failed: ${firstText(result) ?? 'the tool returned an error result'}`;
     }
     // One commit: the outcome, its event and the withdrawn questions; published once committed.
+    const runner = this.config.instanceId;
     const { ended, withdrawn } = await inTransaction(function* (q) {
       const endedTask = yield* transitionTask.program(q, taskId, {
         from: activeStatuses,
         to,
         statusMessage,
         actor: 'system',
+        runner,
         ...(result ? { result: result as unknown as Record<string, unknown> } : {}),
         ...(error ? { error } : {}),
       });

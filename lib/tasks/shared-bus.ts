@@ -21,9 +21,10 @@ type Wire =
   | { k: 'close'; t: string }
   | { k: 'deleted'; t: string; u: string }
   | { k: 'input'; i: string }
-  | { k: 'message'; s: string; st: string | null; id: number };
+  | { k: 'message'; s: string; st: string | null; id: number }
+  | { k: 'released' };
 
-const wireKinds = new Set(['task', 'progress', 'log', 'close', 'deleted', 'input', 'message']);
+const wireKinds = new Set(['task', 'progress', 'log', 'close', 'deleted', 'input', 'message', 'released']);
 
 export function createSharedBus(instanceId: string): EventBus & { close(): void } {
   const store = getStore();
@@ -52,6 +53,10 @@ export function createSharedBus(instanceId: string): EventBus & { close(): void 
       local.publish(topics.sessionStream(message.s, message.st), { type: 'session-message', sessionId: message.s, messageId: message.id, remote: true });
       return;
     }
+    if (message.k === 'released') {
+      local.publish(topics.leases, { type: 'leases-released', remote: true });
+      return;
+    }
     const event = await readEvent(message);
     if (event) publishTaskEvent(local, event);
   }
@@ -64,6 +69,8 @@ export function createSharedBus(instanceId: string): EventBus & { close(): void 
       if (event.type === 'session-message') {
         const stream = topic.slice(topics.sessionStream(event.sessionId, null).length) || null;
         send({ k: 'message', s: event.sessionId, st: stream, id: event.messageId });
+      } else if (event.type === 'leases-released') {
+        send({ k: 'released' });
       } else if (topic === topics.allTasks && event.type !== 'resync') {
         send(wireOf(event));
       }
@@ -92,7 +99,7 @@ function wireOf(event: TaskBusEvent): Wire {
 }
 
 /** The event a notification stands for, with the rows read now; undefined when the row is gone. */
-async function readEvent(message: Exclude<Wire, { k: 'message' }>): Promise<TaskBusEvent | undefined> {
+async function readEvent(message: Exclude<Wire, { k: 'message' } | { k: 'released' }>): Promise<TaskBusEvent | undefined> {
   if (message.k === 'deleted') return { type: 'task-deleted', taskId: message.t, userId: message.u, remote: true };
   if (message.k === 'input') {
     const input = await getTaskInputById(message.i);

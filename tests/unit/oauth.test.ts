@@ -1,6 +1,14 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { loopbackRedirectAllowed } from '@/lib/auth/oauth/loopback';
-import { maxRegistrationBytes, RegistrationLimiter } from '@/lib/auth/oauth/registration-limits';
+
+// The registration limit counts through db/limiter.ts, which asks the database which store to use:
+// SQLite here (in memory), so the counts are RateLimiterMemory's.
+process.env.DATABASE_PATH = ':memory:';
+delete process.env.DATABASE_URL;
+const { maxRegistrationBytes, RegistrationLimiter } = await import('@/lib/auth/oauth/registration-limits');
+const { closeStore } = await import('@/db/client');
+
+afterAll(() => closeStore());
 
 describe('loopback redirect URIs (RFC 8252)', () => {
   const registered = ['http://127.0.0.1:8080/callback', 'http://localhost/cb?x=1', 'https://app.example/callback'];
@@ -28,21 +36,31 @@ describe('loopback redirect URIs (RFC 8252)', () => {
 });
 
 describe('registration limits', () => {
-  it('refuses a registration larger than the cap', () => {
-    const limiter = new RegistrationLimiter(10);
-    expect(limiter.check(maxRegistrationBytes + 1, '192.0.2.1')?.status).toBe(413);
-    expect(limiter.check(maxRegistrationBytes, '192.0.2.1')).toBeNull();
+  afterEach(() => {
+    vi.useRealTimers();
   });
 
-  it('counts registrations per address per hour and says when to come back', () => {
+  it('refuses a registration larger than the cap', async () => {
+    const limiter = new RegistrationLimiter(10);
+    expect((await limiter.check(maxRegistrationBytes + 1, '192.0.2.1'))?.status).toBe(413);
+    expect(await limiter.check(maxRegistrationBytes, '192.0.2.1')).toBeNull();
+  });
+
+  it('counts registrations per address per hour and says when to come back', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
     const limiter = new RegistrationLimiter(2);
     const now = 1_000_000;
-    expect(limiter.check(100, '192.0.2.1', now)).toBeNull();
-    expect(limiter.check(100, '192.0.2.1', now + 1)).toBeNull();
-    const refused = limiter.check(100, '192.0.2.1', now + 1000);
+    const at = (time: number) => vi.setSystemTime(time);
+    at(now);
+    expect(await limiter.check(100, '192.0.2.1')).toBeNull();
+    at(now + 1);
+    expect(await limiter.check(100, '192.0.2.1')).toBeNull();
+    at(now + 1000);
+    const refused = await limiter.check(100, '192.0.2.1');
     expect(refused?.status).toBe(429);
     expect(refused?.headers['Retry-After']).toBe(String(60 * 60 - 1));
-    expect(limiter.check(100, '192.0.2.2', now + 1000)).toBeNull();
-    expect(limiter.check(100, '192.0.2.1', now + 60 * 60 * 1000)).toBeNull();
+    expect(await limiter.check(100, '192.0.2.2')).toBeNull();
+    at(now + 60 * 60 * 1000);
+    expect(await limiter.check(100, '192.0.2.1')).toBeNull();
   });
 });

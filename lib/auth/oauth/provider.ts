@@ -48,10 +48,10 @@ async function createProvider(): Promise<Provider> {
    * case and a trailing slash), before the client is made: the size cap and the count per client
    * address (the same address the sign-in throttle uses, which honours TRUST_PROXY).
    */
-  const refuseRegistrationOverLimits = (ctx: KoaContextWithOIDC): void => {
+  const refuseRegistrationOverLimits = async (ctx: KoaContextWithOIDC): Promise<void> => {
     const bodyBytes = ctx.request.length ?? Buffer.byteLength(JSON.stringify(ctx.oidc.body ?? {}));
     const address = clientAddress(new Headers({ 'x-forwarded-for': ctx.get('x-forwarded-for') }));
-    const refusal = registrationLimiter.check(bodyBytes, address);
+    const refusal = await registrationLimiter.check(bodyBytes, address);
     if (!refusal) return;
     ctx.set(refusal.headers);
     throw Object.assign(new errors.CustomOIDCProviderError(refusal.error, refusal.description), { status: refusal.status, statusCode: refusal.status });
@@ -127,11 +127,14 @@ async function createProvider(): Promise<Provider> {
       registration: {
         enabled: true,
         initialAccessToken: false,
-        issueRegistrationAccessToken: false,
-        idFactory: (ctx: KoaContextWithOIDC) => {
-          refuseRegistrationOverLimits(ctx);
-          return randomBytes(16).toString('base64url');
+        // Never issued. It is asked for (and awaited) in the registration route before the client is
+        // made: the one place there to await the limits, which the shared counter makes asynchronous
+        // (idFactory, called just before, must answer synchronously).
+        issueRegistrationAccessToken: async (ctx: KoaContextWithOIDC) => {
+          await refuseRegistrationOverLimits(ctx);
+          return false;
         },
+        idFactory: () => randomBytes(16).toString('base64url'),
       },
       revocation: { enabled: true },
       introspection: { enabled: false },

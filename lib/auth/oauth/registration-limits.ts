@@ -1,8 +1,8 @@
+import type { RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
+import { createLimiter } from '@/db/limiter';
+
 /** A client's registration is a few hundred bytes; this leaves room for long names and many redirect URIs. */
 export const maxRegistrationBytes = 8 * 1024;
-const windowMs = 60 * 60 * 1000;
-/** Bounded memory: beyond this many addresses the oldest windows are forgotten. */
-const maxTrackedAddresses = 10_000;
 
 export interface Refusal {
   status: number;
@@ -13,16 +13,18 @@ export interface Refusal {
 
 /**
  * Limits on Dynamic Client Registration (RFC 7591 leaves them to the server): a size cap, and a
- * number of registrations per hour from one client address, counted in this process (a deployment of
- * several instances gets the limit once per instance).
+ * number of registrations per hour from one client address, in a fixed window (db/limiter.ts): counted
+ * in memory on SQLite, and in PostgreSQL when instances share it, so the limit holds for the deployment.
  */
 export class RegistrationLimiter {
-  private readonly windows = new Map<string, { startedAt: number; count: number }>();
+  private readonly limiter: RateLimiterAbstract;
 
-  constructor(private readonly perHour: number) {}
+  constructor(perHour: number) {
+    this.limiter = createLimiter({ keyPrefix: 'oauth-registration', points: perHour, duration: 60 * 60 });
+  }
 
   /** Null when a registration of `bodyBytes` from `address` may go ahead (and counts it), else why not. */
-  check(bodyBytes: number, address: string, now = Date.now()): Refusal | null {
+  async check(bodyBytes: number, address: string): Promise<Refusal | null> {
     if (bodyBytes > maxRegistrationBytes) {
       return {
         status: 413,
@@ -31,15 +33,15 @@ export class RegistrationLimiter {
         headers: {},
       };
     }
-    let window = this.windows.get(address);
-    if (!window || now - window.startedAt >= windowMs) {
-      this.windows.delete(address);
-      if (this.windows.size >= maxTrackedAddresses) this.windows.delete(this.windows.keys().next().value!);
-      window = { startedAt: now, count: 0 };
-      this.windows.set(address, window);
-    }
-    if (window.count >= this.perHour) {
-      const retryAfter = Math.ceil((window.startedAt + windowMs - now) / 1000);
+    try {
+      await this.limiter.consume(address);
+      return null;
+    } catch (rejection) {
+      // Not `instanceof RateLimiterRes`: bundles may each hold their own copy of the class. Anything
+      // else (the database failing) is no refusal, and is thrown on.
+      const refused = rejection as Partial<RateLimiterRes> | undefined;
+      if (typeof refused?.msBeforeNext !== 'number') throw rejection;
+      const retryAfter = Math.max(1, Math.ceil(refused.msBeforeNext / 1000));
       return {
         status: 429,
         error: 'temporarily_unavailable',
@@ -47,7 +49,5 @@ export class RegistrationLimiter {
         headers: { 'Retry-After': String(retryAfter) },
       };
     }
-    window.count += 1;
-    return null;
   }
 }

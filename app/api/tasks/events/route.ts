@@ -13,7 +13,7 @@ export async function GET(request: Request) {
   const user = await getCurrentUser();
   if (!user) return Response.json({ error: 'Sign in to watch tasks.' }, { status: 401 });
   const limit = getEnv().DASHBOARD_MAX_STREAMS_PER_USER;
-  const place = takeStreamPlace('dashboard', user.id, limit);
+  const place = await takeStreamPlace('dashboard', user.id, limit);
   if (!place) {
     const retryAfterSeconds = Math.ceil(capRetryAfterMs / 1000);
     return Response.json(
@@ -24,7 +24,7 @@ export async function GET(request: Request) {
   const stream = new SseStream();
   place.holdUntilEnd(stream);
   const unsubscribe = getRuntime().engine.bus.subscribe(topics.user(user.id), (event) => {
-    if (event.type === 'session-message') return;
+    if (event.type === 'session-message' || event.type === 'leases-released') return;
     // Missed events: the page reads everything again.
     if (event.type === 'resync') stream.send({ type: 'resync' });
     else stream.send({ type: event.type, taskId: ownerOf(event).taskId });

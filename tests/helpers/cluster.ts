@@ -1,0 +1,85 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { createTestDatabase, type TestDatabase } from './postgres';
+import { freePort, startServer, type TestServer } from './server';
+
+const root = path.resolve(__dirname, '..', '..');
+export const haproxyPath = '/usr/sbin/haproxy';
+
+export interface Cluster {
+  /** The load balancer's URL: what a client uses. */
+  url: string;
+  mcpUrl: string;
+  instances: TestServer[];
+  database: TestDatabase;
+  /** How many MCP requests each instance has logged so far. */
+  requestCounts(): number[];
+  stop(): Promise<void>;
+}
+
+/**
+ * Several instances of the built server on one fresh PostgreSQL database, behind HAProxy configured by
+ * deploy/haproxy.cfg (the README's example, as written): round robin per request, no stickiness.
+ */
+export async function startCluster(options: { instances?: number; env?: Record<string, string> } = {}): Promise<Cluster> {
+  if (!fs.existsSync(haproxyPath)) throw new Error(`The multi-instance tests need HAProxy at ${haproxyPath}: apt-get install -y haproxy (npm test installs it as root).`);
+  const count = options.instances ?? 3;
+  const database = await createTestDatabase();
+  const proxyPort = await freePort();
+  const url = `http://localhost:${proxyPort}`;
+  const env = {
+    DATABASE_URL: database.url,
+    DATABASE_POOL_SIZE: '4',
+    APP_URL: url,
+    NEXTAUTH_URL: url,
+    AUTH_SECRET: randomBytes(32).toString('hex'),
+    TRUST_PROXY: 'true',
+    ...options.env,
+  };
+  const instances: TestServer[] = [];
+  let proxy: ChildProcess | undefined;
+  const stop = async () => {
+    if (proxy && proxy.exitCode === null) {
+      const exited = new Promise((resolve) => proxy!.once('exit', resolve));
+      proxy.kill('SIGKILL');
+      await exited;
+    }
+    await Promise.all(instances.map((instance) => instance.stop()));
+    await database.drop();
+  };
+  try {
+    // Started together: they migrate one at a time under the advisory lock.
+    instances.push(...(await Promise.all(Array.from({ length: count }, () => startServer(env)))));
+    const backends = Object.fromEntries(instances.map((instance, index) => [`MCP_INSTANCE_${index + 1}`, new URL(instance.url).host.replace('localhost', '127.0.0.1')]));
+    let log = '';
+    proxy = spawn(haproxyPath, ['-db', '-f', path.join(root, 'deploy', 'haproxy.cfg')], {
+      env: { ...process.env, MCP_PROXY_BIND: `127.0.0.1:${proxyPort}`, ...backends },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    proxy.stdout!.on('data', (chunk) => (log += chunk));
+    proxy.stderr!.on('data', (chunk) => (log += chunk));
+    for (let tries = 0; ; tries += 1) {
+      if (proxy.exitCode !== null) throw new Error(`HAProxy exited:\n${log}`);
+      const answered = await fetch(`${url}/mcp`, { method: 'POST' }).then(
+        (response) => response.status === 401,
+        () => false,
+      );
+      if (answered) break;
+      if (tries > 100) throw new Error(`HAProxy did not answer:\n${log}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return {
+    url,
+    mcpUrl: `${url}/mcp`,
+    instances,
+    database,
+    requestCounts: () => instances.map((instance) => instance.output().split('"msg":"mcp request"').length - 1),
+    stop,
+  };
+}

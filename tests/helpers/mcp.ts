@@ -271,3 +271,12 @@ export async function initializeWith(mcpUrl: string, authorization: string): Pro
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A JSON reply; a stream (what a refusal must not be) is dropped unread, so that a test fails at once. */
+export async function replyOf(response: Response): Promise<RpcReply> {
+  if (!response.headers.get('content-type')?.startsWith('application/json')) {
+    await response.body?.cancel();
+    return { status: response.status, headers: response.headers, body: undefined };
+  }
+  return { status: response.status, headers: response.headers, body: await response.json() };
+}

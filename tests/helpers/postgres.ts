@@ -120,3 +120,24 @@ export async function createTestDatabase(source: 'environment' | 'embedded' = 'e
 export function queryRows<T extends pg.QueryResultRow = Record<string, unknown>>(url: string, text: string, values: unknown[] = []): Promise<T[]> {
   return withClient(url, async (client) => (await client.query<T>(text, values)).rows);
 }
+
+/**
+ * Points this test process's own database layer at a fresh, migrated PostgreSQL database (through
+ * DATABASE_URL, read once per process), for unit tests of the PostgreSQL path. `close` ends the pool
+ * and drops the database.
+ */
+export async function useFreshPostgres(): Promise<{ database: TestDatabase; close(): Promise<void> }> {
+  const database = await createTestDatabase();
+  process.env.DATABASE_URL = database.url;
+  const client = await import('@/db/client');
+  const store = client.getStore();
+  if (store.dialect !== 'pg') throw new Error(`expected PostgreSQL, got ${store.dialect}`);
+  await client.postgresReady(store);
+  return {
+    database,
+    close: async () => {
+      await client.closeStore();
+      await database.drop();
+    },
+  };
+}

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { setPassword, signIn } from '../helpers/dashboard';
-import { RawMcp, SseReader, type RpcReply } from '../helpers/mcp';
+import { RawMcp, replyOf, SseReader, type RpcReply } from '../helpers/mcp';
 import { createToken, startServer, type TestServer } from '../helpers/server';
 
 // A sign-in hashes with scrypt at 128 MiB, and the CLIs start their own Node: slow on a busy machine.
@@ -55,15 +55,6 @@ async function openResultStream(mcp: RawMcp, taskId: string, id: number): Promis
   const reader = keep(new SseReader(response));
   expect(await reader.next()).not.toBeNull();
   return reader;
-}
-
-/** A JSON reply; a stream (what a refusal must not be) is dropped unread, so that the test fails at once. */
-async function replyOf(response: Response): Promise<RpcReply> {
-  if (!response.headers.get('content-type')?.startsWith('application/json')) {
-    await response.body?.cancel();
-    return { status: response.status, headers: response.headers, body: undefined };
-  }
-  return { status: response.status, headers: response.headers, body: await response.json() };
 }
 
 function expectCapRefusal(reply: RpcReply, id: string | number | null, reason: RegExp) {

@@ -2,7 +2,7 @@ import { CallToolResultSchema, TaskStatusNotificationSchema } from '@modelcontex
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCluster, type Cluster } from '../helpers/cluster';
 import { callServerAction, setPassword, signIn } from '../helpers/dashboard';
-import { connectSdk2Client, connectSdkClient, RawMcp, SseReader, type RpcReply } from '../helpers/mcp';
+import { connectSdk2Client, connectSdkClient, RawMcp, replyOf, SseReader, type RpcReply } from '../helpers/mcp';
 import { BrowserSession, pkcePair, publicClientMetadata, registerClient, tokenRequest } from '../helpers/oauth';
 import { createToken, type TestServer } from '../helpers/server';
 
@@ -62,15 +62,6 @@ async function openGetStreamOn(mcp: RawMcp, instance: TestServer): Promise<SseRe
   const reader = new SseReader(response);
   expect(await reader.next()).not.toBeNull();
   return reader;
-}
-
-/** A JSON reply; a stream (what a refusal must not be) is dropped unread. */
-async function replyOf(response: Response): Promise<RpcReply> {
-  if (!response.headers.get('content-type')?.startsWith('application/json')) {
-    await response.body?.cancel();
-    return { status: response.status, headers: response.headers, body: undefined };
-  }
-  return { status: response.status, headers: response.headers, body: await response.json() };
 }
 
 /** A 429 that names what was exceeded and says when to retry; `id`, when given, is the refused request's (null: none). */

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RateLimiterRes } from 'rate-limiter-flexible';
-import { createTestDatabase, queryRows, type TestDatabase } from '../helpers/postgres';
+import { queryRows, useFreshPostgres, type TestDatabase } from '../helpers/postgres';
 
 /**
  * The PostgreSQL path of db/limiter.ts: limiter objects stand for instances of one deployment, and
@@ -10,26 +10,19 @@ import { createTestDatabase, queryRows, type TestDatabase } from '../helpers/pos
  */
 let database: TestDatabase;
 let createLimiter: typeof import('@/db/limiter').createLimiter;
-let closeStore: typeof import('@/db/client').closeStore;
+let close: () => Promise<void>;
 let McpRateLimits: typeof import('@/lib/mcp/rate-limit').McpRateLimits;
 let RegistrationLimiter: typeof import('@/lib/auth/oauth/registration-limits').RegistrationLimiter;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  process.env.DATABASE_URL = database.url;
-  const client = await import('@/db/client');
-  closeStore = client.closeStore;
-  const store = client.getStore();
-  if (store.dialect !== 'pg') throw new Error(`expected PostgreSQL, got ${store.dialect}`);
-  await client.postgresReady(store);
+  ({ database, close } = await useFreshPostgres());
   ({ createLimiter } = await import('@/db/limiter'));
   ({ McpRateLimits } = await import('@/lib/mcp/rate-limit'));
   ({ RegistrationLimiter } = await import('@/lib/auth/oauth/registration-limits'));
 });
 
 afterAll(async () => {
-  await closeStore?.();
-  await database?.drop();
+  await close?.();
 });
 
 /** The refusal a consumption rejected with, or fails the test when it was admitted. */

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, queryRows, type TestDatabase } from '../helpers/postgres';
+import { queryRows, useFreshPostgres, type TestDatabase } from '../helpers/postgres';
 
 /**
  * The PostgreSQL path of the stream caps: the places in `open_streams` (db/queries/stream-places.ts),
@@ -7,27 +7,20 @@ import { createTestDatabase, queryRows, type TestDatabase } from '../helpers/pos
  * this process's places. (On SQLite the caps count in memory; tests/integration/caps.test.ts covers both.)
  */
 let database: TestDatabase;
-let closeStore: typeof import('@/db/client').closeStore;
+let close: () => Promise<void>;
 let places: typeof import('@/db/queries/stream-places');
 let caps: typeof import('@/lib/mcp/caps');
 let instanceId: string;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  process.env.DATABASE_URL = database.url;
-  const client = await import('@/db/client');
-  closeStore = client.closeStore;
-  const store = client.getStore();
-  if (store.dialect !== 'pg') throw new Error(`expected PostgreSQL, got ${store.dialect}`);
-  await client.postgresReady(store);
+  ({ database, close } = await useFreshPostgres());
   places = await import('@/db/queries/stream-places');
   caps = await import('@/lib/mcp/caps');
   ({ instanceId } = await import('@/lib/instance'));
 });
 
 afterAll(async () => {
-  await closeStore?.();
-  await database?.drop();
+  await close?.();
 });
 
 const rowsOf = (userId: string) =>

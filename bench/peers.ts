@@ -1,14 +1,18 @@
 /**
  * The servers the throughput bench compares, each started fresh on a free loopback port and stopped
  * with its whole process group: this server through the production server and through Next's route
- * handler, the official reference server, and a bare node:http fixed reply (the machine's ceiling).
+ * handler, the official reference server, and a bare node:http fixed reply (the machine's ceiling);
+ * and this server on PostgreSQL, one instance addressed directly or 1 to 3 instances behind HAProxy.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { startCluster, type Cluster } from '../tests/helpers/cluster';
+import { createTestDatabase } from '../tests/helpers/postgres';
 import { createToken, freePort, startServer, type TestServer } from '../tests/helpers/server';
+import { childrenNamed, groupCpuSeconds, postgresCpuSeconds, processTreeCpuSeconds } from './util';
 
 const root = path.resolve(__dirname, '..');
 
@@ -18,7 +22,16 @@ export interface Peer {
   /** Headers every MCP request carries (auth), before a session exists. */
   headers: Record<string, string>;
   pgid: number;
+  /** CPU seconds used so far, by part; when absent, the process group `pgid` is the whole server. */
+  cpu?: () => CpuReading;
   stop(): Promise<void>;
+}
+
+/** CPU seconds used so far: the server's Node processes, and HAProxy and PostgreSQL where they take part. */
+export interface CpuReading {
+  node: number;
+  haproxy?: number;
+  postgres?: number;
 }
 
 async function waitForPort(port: number, child: ChildProcess, log: () => string): Promise<void> {
@@ -56,7 +69,7 @@ async function stopGroup(child: ChildProcess): Promise<void> {
 }
 
 /** Benchmarks measure the server, not its limits: both mounts run with these. */
-const withoutLimits = {
+export const withoutLimits = {
   TASK_MAX_ACTIVE_PER_USER: '100000',
   TASK_MAX_STORED_PER_USER: '100000000',
   RATE_LIMIT_PER_TOKEN: '0',
@@ -80,6 +93,66 @@ export async function startOurs(env: Record<string, string> = {}): Promise<Peer 
     token,
     stop: () => server.stop(),
   };
+}
+
+/**
+ * This server as `npm start` runs it, on a fresh PostgreSQL database (TEST_DATABASE_URL's server, else an
+ * embedded one, as in the tests), addressed directly. The pool has its default size (10).
+ */
+export async function startOursPostgres(): Promise<Peer & { server: TestServer; token: string }> {
+  const database = await createTestDatabase();
+  let server: TestServer;
+  try {
+    server = await startServer({ ...withoutLimits, DATABASE_URL: database.url });
+  } catch (error) {
+    await database.drop();
+    throw error;
+  }
+  const token = createToken(server, 'bench@example.com', 'bench');
+  return {
+    name: 'PostgreSQL, 1 instance, direct',
+    url: server.mcpUrl,
+    headers: { Authorization: `Bearer ${token}` },
+    pgid: server.pid(),
+    cpu: () => ({ node: groupCpuSeconds(server.pid()), postgres: postgresCpuSeconds() }),
+    server,
+    token,
+    stop: async () => {
+      await server.stop();
+      await database.drop();
+    },
+  };
+}
+
+/**
+ * `instances` instances of this server on one fresh PostgreSQL database behind HAProxy with
+ * deploy/haproxy.cfg (tests/helpers/cluster.ts); each instance's pool at the default size (10).
+ */
+export async function startClusterPeer(instances: number): Promise<Peer & { cluster: Cluster; token: string }> {
+  const cluster = await startCluster({ instances, env: { ...withoutLimits, DATABASE_POOL_SIZE: '10' } });
+  try {
+    const token = createToken(cluster.instances[0], 'bench@example.com', 'bench');
+    // startCluster spawns HAProxy as a direct child of this process, and only one cluster runs at a time.
+    const haproxy = childrenNamed('haproxy');
+    if (haproxy.length !== 1) throw new Error(`expected one HAProxy process, found ${haproxy.length}`);
+    return {
+      name: `PostgreSQL, ${instances} instance${instances === 1 ? '' : 's'} behind HAProxy`,
+      url: cluster.mcpUrl,
+      headers: { Authorization: `Bearer ${token}` },
+      pgid: cluster.instances[0].pid(),
+      cpu: () => ({
+        node: cluster.instances.reduce((sum, instance) => sum + groupCpuSeconds(instance.pid()), 0),
+        haproxy: processTreeCpuSeconds(haproxy),
+        postgres: postgresCpuSeconds(),
+      }),
+      cluster,
+      token,
+      stop: () => cluster.stop(),
+    };
+  } catch (error) {
+    await cluster.stop();
+    throw error;
+  }
 }
 
 /** The same app through Next's own server (`next start`): /mcp served by app/mcp/route.ts. */

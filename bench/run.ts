@@ -3,10 +3,14 @@
  *
  * 1. Throughput side by side (bench/throughput.ts): this server through the production server and
  *    through Next's route handler, the official reference server and a bare node:http reply.
- * 2. The targets that need this server alone: how fast tasks/result wakes, tasks/list for a user with
+ * 2. This server on PostgreSQL (bench/postgres.ts): the same throughput scenarios on one instance
+ *    addressed directly and on 1, 2 and 3 instances behind HAProxy, with the CPU the instances, HAProxy
+ *    and PostgreSQL used; tasks/result waking on one instance when the task completes on another.
+ *    PostgreSQL is TEST_DATABASE_URL's server when set, else an embedded one, as in the tests.
+ * 3. The targets that need this server alone: how fast tasks/result wakes, tasks/list for a user with
  *    a million tasks, ten thousand working tasks with ten thousand blocked waiters, idle memory.
  * Servers run on loopback with temporary databases that are removed at the end. BENCH_ONLY=throughput,
- * alone or heavy runs one part.
+ * postgres, alone or heavy runs one part (postgres alone has no SQLite figures beside its own).
  */
 import Database from 'better-sqlite3';
 import os from 'node:os';
@@ -14,6 +18,7 @@ import { performance } from 'node:perf_hooks';
 import { RawMcp, SseReader } from '../tests/helpers/mcp';
 import { createToken, type TestServer } from '../tests/helpers/server';
 import { startOurs } from './peers';
+import { measurePostgres, postgresTables } from './postgres';
 import { measureThroughput, throughputConfig, type ThroughputRow } from './throughput';
 import { fmt, fmtInt, groupCpuSeconds, groupRssKib, markdownTable, mib, runPool, Samples, sleep } from './util';
 
@@ -26,7 +31,7 @@ const config = {
   heavySeconds: 60,
   waitersArrivingAtOnce: 256,
   watchdogMs: 20 * 60 * 1000,
-  /** One part alone (`throughput`, `alone` or `heavy`), for measuring a change; all parts when unset. */
+  /** One part alone (`throughput`, `postgres`, `alone` or `heavy`), for measuring a change; all parts when unset. */
   only: process.env.BENCH_ONLY,
 };
 
@@ -258,12 +263,23 @@ async function main(): Promise<void> {
     log('watchdog: the run took too long; stopping');
     process.exit(2);
   }, config.watchdogMs);
+  if (config.only && !['throughput', 'postgres', 'alone', 'heavy'].includes(config.only)) throw new Error(`BENCH_ONLY=${config.only}: expected throughput, postgres, alone or heavy`);
   const load = os.loadavg();
+  let rows: ThroughputRow[] = [];
   if (!config.only || config.only === 'throughput') {
-    const rows = await measureThroughput(log);
+    rows = await measureThroughput(log);
     output.push(`## Throughput (${throughputConfig.connections} connections, ${throughputConfig.seconds} s per cell, autocannon)`, '', throughputTable(rows), '');
   }
-  if (config.only !== 'throughput') {
+  if (!config.only || config.only === 'postgres') {
+    const results = await measurePostgres(log);
+    output.push(
+      `## PostgreSQL: one instance, and 1 to 3 instances behind HAProxy (${throughputConfig.connections} connections, ${throughputConfig.seconds} s per cell, autocannon)`,
+      '',
+      postgresTables(results, rows, os.cpus().length),
+      '',
+    );
+  }
+  if (!config.only || config.only === 'alone' || config.only === 'heavy') {
     output.push('## This server alone', '');
     await thisServerAlone();
   }

@@ -4,7 +4,9 @@
  * them), and stopped before the next one starts, so no two servers share the cores.
  */
 import autocannon from 'autocannon';
-import { startBareNode, startOurs, startReference, startRouteHandler, type Peer } from './peers';
+import { performance } from 'node:perf_hooks';
+import { startBareNode, startOurs, startReference, startRouteHandler, type CpuReading, type Peer } from './peers';
+import { groupCpuSeconds, sleep } from './util';
 
 export const throughputConfig = { connections: 16, seconds: Number(process.env.BENCH_SECONDS ?? 8) };
 
@@ -15,6 +17,11 @@ export interface ThroughputRow {
   p50: number;
   p99: number;
   errors: number;
+  /** Replies received, and the wall-clock seconds autocannon ran for. */
+  requests: number;
+  wallS: number;
+  /** CPU seconds used during the cell, by part; `client` is this process (autocannon). */
+  cpu: CpuReading & { client: number };
 }
 
 const protocolVersion = '2025-11-25';
@@ -76,7 +83,19 @@ function drive(url: string, headers: Record<string, string>, body: unknown): Pro
   });
 }
 
-function toRow(server: string, scenario: string, result: autocannon.Result): ThroughputRow {
+/** One cell: the server's and this process's CPU read before and after autocannon runs. */
+async function measureCell(peer: Peer, server: string, scenario: string, headers: Record<string, string>, body: unknown): Promise<ThroughputRow> {
+  const readCpu = peer.cpu ?? ((): CpuReading => ({ node: groupCpuSeconds(peer.pgid) }));
+  const before = readCpu();
+  const clientBefore = process.cpuUsage();
+  const started = performance.now();
+  const result = await drive(peer.url, headers, body);
+  const wallS = (performance.now() - started) / 1000;
+  const after = readCpu();
+  const client = process.cpuUsage(clientBefore);
+  const used = (key: keyof CpuReading) => (before[key] === undefined || after[key] === undefined ? undefined : after[key]! - before[key]!);
+  // Work a cell leaves behind (a created task ending) must not count in the next one.
+  await sleep(500);
   return {
     server,
     scenario,
@@ -84,7 +103,27 @@ function toRow(server: string, scenario: string, result: autocannon.Result): Thr
     p50: result.latency.p50,
     p99: result.latency.p99,
     errors: result.errors + result.timeouts + result.non2xx,
+    requests: result.requests.total,
+    wallS,
+    cpu: { node: used('node')!, haproxy: used('haproxy'), postgres: used('postgres'), client: (client.user + client.system) / 1e6 },
   };
+}
+
+/** Runs one started server through every scenario (`reference`: the reference server's task tool). */
+export async function measurePeer(peer: Peer, reference: boolean, log: (line: string) => void): Promise<ThroughputRow[]> {
+  const rows: ThroughputRow[] = [];
+  if (peer.name.startsWith('bare')) {
+    const row = await measureCell(peer, peer.name, 'fixed reply', {}, { jsonrpc: '2.0', id: 1, method: 'ping' });
+    log(`${peer.name}: ${row.requestsPerSecond.toFixed(0)} req/s`);
+    return [row];
+  }
+  const session = await openSession(peer);
+  for (const [scenario, body] of await scenarios(peer, session, reference)) {
+    const row = await measureCell(peer, peer.name, scenario, { ...peer.headers, ...session }, body);
+    rows.push(row);
+    log(`${peer.name} ${scenario}: ${row.requestsPerSecond.toFixed(0)} req/s, p99 ${row.p99} ms`);
+  }
+  return rows;
 }
 
 /** Runs every server through every scenario; `log` reports progress. */
@@ -99,18 +138,7 @@ export async function measureThroughput(log: (line: string) => void): Promise<Th
   for (const [start, reference] of starters) {
     const peer = await start();
     try {
-      if (peer.name.startsWith('bare')) {
-        const result = await drive(peer.url, {}, { jsonrpc: '2.0', id: 1, method: 'ping' });
-        rows.push(toRow(peer.name, 'fixed reply', result));
-        log(`${peer.name}: ${result.requests.average.toFixed(0)} req/s`);
-        continue;
-      }
-      const session = await openSession(peer);
-      for (const [scenario, body] of await scenarios(peer, session, reference)) {
-        const result = await drive(peer.url, { ...peer.headers, ...session }, body);
-        rows.push(toRow(peer.name, scenario, result));
-        log(`${peer.name} ${scenario}: ${result.requests.average.toFixed(0)} req/s, p99 ${result.latency.p99} ms`);
-      }
+      rows.push(...(await measurePeer(peer, reference, log)));
     } finally {
       await peer.stop();
     }

@@ -86,10 +86,14 @@ export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(r
 
 interface ProcStat {
   pid: number;
+  /** The command name (/proc/<pid>/comm: the executable's name, not a retitled argv). */
+  comm: string;
   ppid: number;
   pgrp: number;
   /** utime + stime, in clock ticks. */
   cpuTicks: number;
+  /** cutime + cstime: what its exited children it has waited for used, in clock ticks. */
+  reapedChildTicks: number;
 }
 
 function readStat(pid: number): ProcStat | undefined {
@@ -97,7 +101,14 @@ function readStat(pid: number): ProcStat | undefined {
     const text = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Fields after the command name (which may hold spaces) start at field 3, "state".
     const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    return { pid, ppid: Number(rest[1]), pgrp: Number(rest[2]), cpuTicks: Number(rest[11]) + Number(rest[12]) };
+    return {
+      pid,
+      comm: text.slice(text.indexOf('(') + 1, text.lastIndexOf(')')),
+      ppid: Number(rest[1]),
+      pgrp: Number(rest[2]),
+      cpuTicks: Number(rest[11]) + Number(rest[12]),
+      reapedChildTicks: Number(rest[13]) + Number(rest[14]),
+    };
   } catch {
     return undefined;
   }
@@ -170,6 +181,34 @@ const clockTicks = (() => {
 /** CPU seconds (user + system) used so far by the group's live processes. */
 export function groupCpuSeconds(pgid: number): number {
   return groupMembers(pgid).reduce((sum, member) => sum + member.cpuTicks, 0) / clockTicks;
+}
+
+/** The pids of this process's direct children whose command name is `comm` (e.g. `haproxy`). */
+export function childrenNamed(comm: string): number[] {
+  return allPids()
+    .map(readStat)
+    .filter((stat): stat is ProcStat => stat !== undefined && stat.ppid === process.pid && stat.comm === comm)
+    .map((stat) => stat.pid);
+}
+
+/** CPU seconds (user + system, all threads) used so far by these processes and their live children. */
+export function processTreeCpuSeconds(pids: number[]): number {
+  const stats = allPids().map(readStat).filter((stat): stat is ProcStat => stat !== undefined);
+  return stats.filter((stat) => pids.includes(stat.pid) || pids.includes(stat.ppid)).reduce((sum, stat) => sum + stat.cpuTicks, 0) / clockTicks;
+}
+
+/**
+ * CPU seconds used so far by PostgreSQL: every process named `postgres` on this machine (the postmaster,
+ * its backends and background workers), plus, for each postmaster, its exited children's time (cutime +
+ * cstime), so a backend that ends between two readings still counts. That is the database server of the
+ * bench only when nothing else uses a PostgreSQL server on the machine meanwhile.
+ */
+export function postgresCpuSeconds(): number {
+  const stats = allPids().map(readStat).filter((stat): stat is ProcStat => stat !== undefined);
+  const postgres = stats.filter((stat) => stat.comm === 'postgres');
+  const pids = new Set(postgres.map((stat) => stat.pid));
+  const ticks = postgres.reduce((sum, stat) => sum + stat.cpuTicks + (pids.has(stat.ppid) ? 0 : stat.reapedChildTicks), 0);
+  return ticks / clockTicks;
 }
 
 /** Bytes the group's live processes have passed to write(2) and friends so far (/proc/<pid>/io wchar). */

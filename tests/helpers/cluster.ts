@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { createTestDatabase, type TestDatabase } from './postgres';
 import { freePort, startServer, type TestServer } from './server';
@@ -40,6 +41,14 @@ export async function startCluster(options: { instances?: number; env?: Record<s
   };
   const instances: TestServer[] = [];
   let proxy: ChildProcess | undefined;
+  // deploy/haproxy.cfg names three instances; a smaller cluster (the bench's) runs a copy of it without
+  // the server lines it has no instance for, since HAProxy refuses a server without an address.
+  const shippedConfig = path.join(root, 'deploy', 'haproxy.cfg');
+  const config = count >= 3 ? shippedConfig : path.join(os.tmpdir(), `mcp-haproxy-${randomBytes(8).toString('hex')}.cfg`);
+  if (config !== shippedConfig) {
+    const lines = fs.readFileSync(shippedConfig, 'utf8').split('\n');
+    fs.writeFileSync(config, lines.filter((line) => Number(/^\s*server instance(\d+)\s/.exec(line)?.[1] ?? 0) <= count).join('\n'));
+  }
   const stop = async () => {
     if (proxy && proxy.exitCode === null) {
       const exited = new Promise((resolve) => proxy!.once('exit', resolve));
@@ -48,13 +57,14 @@ export async function startCluster(options: { instances?: number; env?: Record<s
     }
     await Promise.all(instances.map((instance) => instance.stop()));
     await database.drop();
+    if (config !== shippedConfig) fs.rmSync(config, { force: true });
   };
   try {
     // Started together: they migrate one at a time under the advisory lock.
     instances.push(...(await Promise.all(Array.from({ length: count }, () => startServer(env)))));
     const backends = Object.fromEntries(instances.map((instance, index) => [`MCP_INSTANCE_${index + 1}`, new URL(instance.url).host.replace('localhost', '127.0.0.1')]));
     let log = '';
-    proxy = spawn(haproxyPath, ['-db', '-f', path.join(root, 'deploy', 'haproxy.cfg')], {
+    proxy = spawn(haproxyPath, ['-db', '-f', config], {
       env: { ...process.env, MCP_PROXY_BIND: `127.0.0.1:${proxyPort}`, ...backends },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

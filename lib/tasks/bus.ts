@@ -62,10 +62,11 @@ export function publishTaskEvent(bus: EventBus, event: TaskBusEvent): void {
   bus.publish(topics.allTasks, event);
 }
 
-export function createInProcessBus(): EventBus {
+export function createInProcessBus(): EventBus & { hasListeners(topic: string): boolean } {
   const emitter = new EventEmitter();
   emitter.setMaxListeners(0);
   return {
+    hasListeners: (topic) => emitter.listenerCount(topic) > 0,
     publish(topic, event) {
       emitter.emit(topic, event);
     },

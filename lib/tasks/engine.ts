@@ -131,12 +131,6 @@ export class TaskEngine {
     readonly bus: EventBus,
   ) {
     this.inputs = new TaskInputs(bus, (taskId) => `${config.appUrl}/tasks/${taskId}`);
-    // A task cancelled (or deleted) through another instance stops here, where its tool runs.
-    bus.subscribe(topics.allTasks, (event) => {
-      if (!event.remote) return;
-      if (event.type === 'task-changed' && isTerminal(event.task.status)) this.running.get(event.task.id)?.abort(new Error('Task cancelled'));
-      if (event.type === 'task-deleted') this.running.get(event.taskId)?.abort(new Error('Task deleted'));
-    });
   }
 
   /** Commits the task, starts its work, and resolves with the committed row. */
@@ -392,6 +386,12 @@ export class TaskEngine {
   private run(row: TaskRow, tool: ToolDefinition, resumedFrom?: ToolContext['resumedFrom']): void {
     const controller = new AbortController();
     this.running.set(row.id, controller);
+    // Cancelled (or deleted) through another instance: the tool stops here, where it runs.
+    const stopFollowing = this.bus.subscribe(topics.task(row.id), (event) => {
+      if (!event.remote) return;
+      if (event.type === 'task-changed' && isTerminal(event.task.status)) controller.abort(new Error('Task cancelled'));
+      if (event.type === 'task-deleted') controller.abort(new Error('Task deleted'));
+    });
     const progress = new CoalescedProgress(row, this.progressWrites, progressWriteIntervalMs);
     const ctx: ToolContext = {
       signal: controller.signal,
@@ -448,6 +448,7 @@ export class TaskEngine {
         console.error(`Task ${row.id}: could not record its outcome:`, error);
       })
       .finally(() => {
+        stopFollowing();
         progress.stop();
         if (this.running.get(row.id) === controller) this.running.delete(row.id);
       });

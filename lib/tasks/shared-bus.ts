@@ -15,12 +15,12 @@ import { createInProcessBus, publishTaskEvent, topics, type BusEvent, type Event
  * event: waiters read again what they wait for, as they do on any event.
  */
 type Wire =
-  | { k: 'task'; t: string; tr: boolean }
-  | { k: 'progress'; t: string; p: number; n?: number; m?: string }
-  | { k: 'log'; t: string; l: string; d: unknown; g?: string }
-  | { k: 'close'; t: string }
+  | { k: 'task'; t: string; u: string; tr: boolean }
+  | { k: 'progress'; t: string; u: string; p: number; n?: number; m?: string }
+  | { k: 'log'; t: string; u: string; l: string; d: unknown; g?: string }
+  | { k: 'close'; t: string; u: string }
   | { k: 'deleted'; t: string; u: string }
-  | { k: 'input'; i: string }
+  | { k: 'input'; i: string; t: string; u: string }
   | { k: 'message'; s: string; st: string | null; id: number }
   | { k: 'released' };
 
@@ -57,6 +57,11 @@ export function createSharedBus(instanceId: string): EventBus & { close(): void 
       local.publish(topics.leases, { type: 'leases-released', remote: true });
       return;
     }
+    // Only an instance where someone follows the task (a waiter, a stream, its running tool, the owner's
+    // dashboard) reads the row: the others have nothing to wake.
+    const followed =
+      local.hasListeners(topics.task(message.t)) || local.hasListeners(topics.user(message.u)) || (message.k === 'input' && local.hasListeners(topics.input(message.i)));
+    if (!followed) return;
     const event = await readEvent(message);
     if (event) publishTaskEvent(local, event);
   }
@@ -84,17 +89,17 @@ export function createSharedBus(instanceId: string): EventBus & { close(): void 
 function wireOf(event: TaskBusEvent): Wire {
   switch (event.type) {
     case 'task-changed':
-      return { k: 'task', t: event.task.id, tr: event.transition };
+      return { k: 'task', t: event.task.id, u: event.task.userId, tr: event.transition };
     case 'task-progress':
-      return { k: 'progress', t: event.task.id, p: event.progress, n: event.total, m: event.message };
+      return { k: 'progress', t: event.task.id, u: event.task.userId, p: event.progress, n: event.total, m: event.message };
     case 'task-log':
-      return { k: 'log', t: event.task.id, l: event.level, d: event.data, g: event.logger };
+      return { k: 'log', t: event.task.id, u: event.task.userId, l: event.level, d: event.data, g: event.logger };
     case 'task-stream-close':
-      return { k: 'close', t: event.task.id };
+      return { k: 'close', t: event.task.id, u: event.task.userId };
     case 'task-deleted':
       return { k: 'deleted', t: event.taskId, u: event.userId };
     case 'input-changed':
-      return { k: 'input', i: event.input.id };
+      return { k: 'input', i: event.input.id, t: event.input.taskId, u: event.input.userId };
   }
 }
 

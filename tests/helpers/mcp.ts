@@ -280,3 +280,14 @@ export async function replyOf(response: Response): Promise<RpcReply> {
   }
   return { status: response.status, headers: response.headers, body: await response.json() };
 }
+
+/** Tries until `attempt` gives something other than 429, or the deadline passes; returns the last response. */
+export async function untilNotRefused(attempt: () => Promise<Response>, timeoutMs = 15_000): Promise<Response> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const response = await attempt();
+    if (response.status !== 429 || Date.now() > deadline) return response;
+    await response.body?.cancel();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { setPassword, signIn } from '../helpers/dashboard';
-import { RawMcp, replyOf, SseReader, type RpcReply } from '../helpers/mcp';
+import { RawMcp, replyOf, SseReader, untilNotRefused, type RpcReply } from '../helpers/mcp';
 import { createToken, startServer, type TestServer } from '../helpers/server';
 
 // A sign-in hashes with scrypt at 128 MiB, and the CLIs start their own Node: slow on a busy machine.
@@ -66,17 +66,6 @@ function expectCapRefusal(reply: RpcReply, id: string | number | null, reason: R
   else expect(reply.body.id).toBe(id);
   expect(reply.body.error.message).toMatch(reason);
   expect(reply.body.error.message).toContain(`retry after ${retryAfter} seconds`);
-}
-
-/** Tries until `attempt` gives something other than 429, or the deadline passes; returns the last response. */
-async function untilNotRefused(attempt: () => Promise<Response>, timeoutMs = 15_000): Promise<Response> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const response = await attempt();
-    if (response.status !== 429 || Date.now() > deadline) return response;
-    await response.body?.cancel();
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 async function untilCompleted(mcp: RawMcp, taskId: string, timeoutMs = 15_000): Promise<void> {

@@ -2,7 +2,7 @@ import { CallToolResultSchema, TaskStatusNotificationSchema } from '@modelcontex
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCluster, type Cluster } from '../helpers/cluster';
 import { callServerAction, setPassword, signIn } from '../helpers/dashboard';
-import { connectSdk2Client, connectSdkClient, RawMcp, replyOf, SseReader, type RpcReply } from '../helpers/mcp';
+import { connectSdk2Client, connectSdkClient, RawMcp, replyOf, SseReader, untilNotRefused, type RpcReply } from '../helpers/mcp';
 import { BrowserSession, pkcePair, publicClientMetadata, registerClient, tokenRequest } from '../helpers/oauth';
 import { createToken, type TestServer } from '../helpers/server';
 
@@ -77,17 +77,6 @@ function expectRefusal(reply: RpcReply, reason: RegExp, id?: string | null) {
 }
 
 const streamCap = new RegExp(`already has ${caps.streams} streams open .*MCP_MAX_STREAMS_PER_USER`);
-
-/** Tries until `attempt` gives something other than 429, or the deadline passes; returns the last response. */
-async function untilNotRefused(attempt: () => Promise<Response>, timeoutMs = 10_000): Promise<Response> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const response = await attempt();
-    if (response.status !== 429 || Date.now() > deadline) return response;
-    await response.body?.cancel();
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 const taskRow = (id: string) => cluster.instances[1].db().prepare('SELECT status, status_message, runner, attempt FROM tasks WHERE id = ?').get(id) as any;
 

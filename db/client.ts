@@ -132,7 +132,7 @@ export function getStore(): Store {
   return store;
 }
 
-/** The SQLite connection, for the few callers that are about the file itself (tests, the copy tool). */
+/** The open database's drizzle object, typed as SQLite's: for unit tests that read the SQLite file directly. */
 export function getDb(): Db {
   return getStore().db;
 }

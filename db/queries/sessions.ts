@@ -111,6 +111,11 @@ export const countLiveMcpSessionsByUserId = defineQuery(function* (q, userId: st
   return (yield* first(countLiveSessionsByUserId(q), { userId }))?.live ?? 0;
 });
 
+/** Serialises, for one user, the transactions that count their live sessions and then end or create one. */
+export function lockSessionsOfUser(q: QueryContext, userId: string): Program<void> {
+  return lock(q, `mcp-sessions-of-user:${userId}`);
+}
+
 /**
  * Ends `wanted` of the user's live sessions, the least recently used first (by last use, recorded to
  * the minute, then by age), skipping those `inUse` names; ends none when fewer than `wanted` qualify.
@@ -120,7 +125,7 @@ export const endLeastRecentlyUsedMcpSessions = defineQuery(
   function* (q, userId: string, wanted: number, inUse: (sessionId: string) => boolean): Program<string[]> {
     const { mcpSessions, sessionMessages } = q.t;
     // Two of the user's initializes at once must not both pick (and count) the same sessions.
-    yield* lock(q, 'mcp-sessions-of-user:' + userId);
+    yield* lockSessionsOfUser(q, userId);
     // Last tie-break: the order of insertion on SQLite (rowid); PostgreSQL has none, the id is stable.
     const tieBreak = q.dialect === 'pg' ? asc(mcpSessions.id) : asc(sql`rowid`);
     const candidates = (yield* rows(
@@ -279,22 +284,22 @@ export const getSessionRequestStream = defineQuery(function* (
   sessionId: string,
   requestId: string,
 ): Program<{ stream: string | null } | undefined> {
+  const message = q.t.sessionMessages.message;
+  return yield* latestStreamWhere(q, sessionId, and(sql`${jsonText(q, message, ['method'])} IS NOT NULL`, jsonEquals(q, message, ['id'], requestId)));
+});
+
+/** The stream of the session's newest message that matches `condition` (null: its GET stream). */
+function latestStreamWhere(q: QueryContext, sessionId: string, condition: SQL | undefined): Program<{ stream: string | null } | undefined> {
   const { sessionMessages } = q.t;
-  return yield* first(
+  return first(
     q.db
       .select({ stream: sessionMessages.stream })
       .from(sessionMessages)
-      .where(
-        and(
-          eq(sessionMessages.sessionId, sessionId),
-          sql`${jsonText(q, sessionMessages.message, ['method'])} IS NOT NULL`,
-          jsonEquals(q, sessionMessages.message, ['id'], requestId),
-        ),
-      )
+      .where(and(eq(sessionMessages.sessionId, sessionId), condition))
       .orderBy(desc(sessionMessages.id))
       .limit(1),
   );
-});
+}
 
 export const listSessionMessagesAfter = defineQuery(function* (
   q,
@@ -326,20 +331,11 @@ export const getSessionClientTaskRequestStream = defineQuery(function* (
   sessionId: string,
   clientTaskId: string,
 ): Program<{ stream: string | null } | undefined> {
-  const { sessionMessages } = q.t;
-  return yield* first(
-    q.db
-      .select({ stream: sessionMessages.stream })
-      .from(sessionMessages)
-      .where(
-        and(
-          eq(sessionMessages.sessionId, sessionId),
-          sql`${jsonText(q, sessionMessages.message, ['method'])} IN ('tasks/get', 'tasks/result')`,
-          jsonEquals(q, sessionMessages.message, ['params', 'taskId'], clientTaskId),
-        ),
-      )
-      .orderBy(desc(sessionMessages.id))
-      .limit(1),
+  const message = q.t.sessionMessages.message;
+  return yield* latestStreamWhere(
+    q,
+    sessionId,
+    and(sql`${jsonText(q, message, ['method'])} IN ('tasks/get', 'tasks/result')`, jsonEquals(q, message, ['params', 'taskId'], clientTaskId)),
   );
 });
 

@@ -1,5 +1,5 @@
-import { inTransaction, lock } from '@/db/run';
-import { countLiveMcpSessionsByUserId, createMcpSession, endLeastRecentlyUsedMcpSessions, type McpSession } from '@/db/queries/sessions';
+import { inTransaction } from '@/db/run';
+import { countLiveMcpSessionsByUserId, createMcpSession, endLeastRecentlyUsedMcpSessions, lockSessionsOfUser, type McpSession } from '@/db/queries/sessions';
 import {
   deleteExpiredStreamPlaces,
   deleteStreamPlaceById,
@@ -196,7 +196,7 @@ export function createSessionWithinCap(
   const limit = getEnv().MCP_MAX_SESSIONS_PER_USER;
   const userId = session.userId;
   return inTransaction(function* (q) {
-    yield* lock(q, 'mcp-sessions-of-user:' + userId);
+    yield* lockSessionsOfUser(q, userId);
     const excess = (yield* countLiveMcpSessionsByUserId.program(q, userId)) - limit + 1;
     let ended: string[] = [];
     if (excess > 0) {

@@ -52,10 +52,10 @@ export function isHttpError(error: unknown): error is HttpError {
 }
 
 /** How long a client is asked to wait while the database cannot be reached. */
-export const databaseRetryAfterSeconds = 5;
+const databaseRetryAfterSeconds = 5;
 
 /** The words for a request the database could not serve: retrying shortly is all the client can do. */
-export const databaseUnavailableMessage = `Service Unavailable: the database cannot be reached right now; the request may not have been carried out. Retry after ${databaseRetryAfterSeconds} seconds`;
+const databaseUnavailableMessage = `Service Unavailable: the database cannot be reached right now; the request may not have been carried out. Retry after ${databaseRetryAfterSeconds} seconds`;
 
 /** 503 with Retry-After, for a request the database could not serve. */
 export function databaseUnavailable(): HttpError {

@@ -2,7 +2,7 @@ import { endMcpSession, getMcpSessionById, touchMcpSession, type McpSession } fr
 import { mcpScope, resourceMetadataUrl } from '@/lib/auth/oauth/metadata';
 import { verifyBearer } from '@/lib/auth/tokens';
 import type { TaskEngine } from '@/lib/tasks/engine';
-import { databaseRetryAfterSeconds, databaseUnavailable, databaseUnavailableMessage, ErrorCode, HttpError, isHttpError, isRpcError, RpcError, type JsonRpcErrorObject } from './errors';
+import { databaseUnavailable, ErrorCode, HttpError, isHttpError, isRpcError, RpcError, type JsonRpcErrorObject } from './errors';
 import { isDatabaseUnavailable } from '@/db/errors';
 import type { McpHttpRequest, McpReply } from './exchange';
 import {
@@ -523,10 +523,12 @@ async function respond(
     },
   };
 
+  let databaseAway = false;
   const reply = (async () => {
     try {
       return { jsonrpc: '2.0', id: message.id, result: await dispatch(message.method, message.params, requestContext) };
     } catch (error) {
+      databaseAway = isDatabaseUnavailable(error);
       return rpcErrorBody(message.id, toErrorObject(error, message.method));
     } finally {
       inFlight.delete(key);
@@ -537,7 +539,7 @@ async function respond(
   if (first !== 'streamed') {
     streamPlace?.release();
     // Not yet a stream: the database's absence is said with the status a client retries on.
-    if ('error' in first && first.error.message === databaseUnavailableMessage) return httpErrorReply(databaseUnavailable(), message.id);
+    if (databaseAway) return httpErrorReply(databaseUnavailable(), message.id);
     return jsonReply(first);
   }
   reply
@@ -551,7 +553,10 @@ function toErrorObject(error: unknown, method: string): JsonRpcErrorObject {
   if ((error instanceof Error || error instanceof DOMException) && error.name === 'AbortError') {
     return { code: ErrorCode.InternalError, message: `Request ${method} was cancelled` };
   }
-  if (isDatabaseUnavailable(error)) return { code: ErrorCode.InternalError, message: databaseUnavailableMessage, data: { retryAfterSeconds: databaseRetryAfterSeconds } };
+  if (isDatabaseUnavailable(error)) {
+    const unavailable = databaseUnavailable();
+    return { code: unavailable.rpcCode, message: unavailable.message, data: unavailable.data };
+  }
   // The method is the client's text: quoted and escaped, it cannot forge a log line.
   console.error(`MCP ${JSON.stringify(method)}: unexpected error`, error);
   return { code: ErrorCode.InternalError, message: `Internal error while handling ${method}` };

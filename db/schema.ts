@@ -118,6 +118,8 @@ export const tasks = sqliteTable(
     sessionId: text('session_id'),
     clientName: text('client_name'),
     clientVersion: text('client_version'),
+    /** The protocol revision the task's client spoke (2025-11-25, 2026-07-28…): how the dashboard tells the eras apart. */
+    protocolVersion: text('protocol_version'),
     toolName: text('tool_name').notNull(),
     arguments: text('arguments', { mode: 'json' }).notNull().$type<Record<string, unknown>>(),
     status: text('status', { enum: taskStatuses }).notNull(),

@@ -35,6 +35,8 @@ const envSchema = z
     SESSION_MESSAGE_RETENTION_MS: positiveInt(60 * 60 * 1000),
     // Clients reset their request timeouts on progress; some give up after 15 s of silence.
     CALL_HEARTBEAT_MS: z.coerce.number().int().min(100).max(15_000).default(10_000),
+    // A 2026-07-28 plain call waits this long per round, then answers with a requestState to retry with.
+    MCP_ROUND_WAIT_MS: z.coerce.number().int().min(100).max(120_000).default(20_000),
     // Sessions record their last use once a minute, so a shorter timeout could end one in use.
     SESSION_IDLE_TIMEOUT_MS: z.coerce.number().int().min(60_000).default(24 * 60 * 60 * 1000),
     // Requests per minute on /mcp; 0 switches a limit off. Task operations and unknown task ids count on their own.

@@ -3,13 +3,14 @@ import { deleteEndedMcpSessions, deleteSessionMessagesOlderThan, endIdleMcpSessi
 import { getServerSecret } from '@/lib/auth/secret';
 import { getEnv } from '@/lib/env';
 import { instanceId } from '@/lib/instance';
-import { deleteLapsedStreamPlaces, giveBackStreamPlaces, renewStreamPlaces, sessionsWithStreamOpen, streamPlaceRenewalMs, streamPlaceTtlMs } from '@/lib/mcp/caps';
-import { abortRequestsInFlight, type McpContext } from '@/lib/mcp/handler';
-import { followClientTask } from '@/lib/mcp/client-task-poller';
-import { logTaskEnds } from '@/lib/mcp/observe';
-import { clientLabel, forgetAnsweredCopies } from '@/lib/mcp/input-requests';
-import { closeAllStreams } from '@/lib/mcp/sse';
-import { SessionStreams } from '@/lib/mcp/session-streams';
+import { deleteLapsedStreamPlaces, giveBackStreamPlaces, renewStreamPlaces, sessionsWithStreamOpen, streamPlaceRenewalMs, streamPlaceTtlMs } from '@/lib/mcp/http/caps';
+import type { McpContext } from '@/lib/mcp/http/endpoint';
+import { abortRequestsInFlight } from '@/lib/mcp/http/in-flight';
+import { followClientTask } from '@/lib/mcp/legacy/client-task-poller';
+import { logTaskEnds } from '@/lib/mcp/http/observe';
+import { clientLabel, forgetAnsweredCopies } from '@/lib/mcp/legacy/input-requests';
+import { closeAllStreams } from '@/lib/mcp/http/sse';
+import { SessionStreams } from '@/lib/mcp/legacy/session-streams';
 import { createInProcessBus, topics, type EventBus } from '@/lib/tasks/bus';
 import { createSharedBus } from '@/lib/tasks/shared-bus';
 import { TaskEngine } from '@/lib/tasks/engine';
@@ -63,6 +64,7 @@ export function getRuntime(): Runtime {
       maxBodyBytes: env.MCP_MAX_BODY_BYTES,
       serverVersion: packageJson.version,
       heartbeatMs: env.CALL_HEARTBEAT_MS,
+      roundWaitMs: env.MCP_ROUND_WAIT_MS,
     },
   };
   globalForRuntime.__mcpTaskServerRuntime = runtime;

@@ -15,7 +15,7 @@ import { normaliseForwardedFor } from '@/lib/auth/client-address';
 import { handleOAuthRequest } from '@/lib/auth/oauth/node-handler';
 import { getServerSecret } from '@/lib/auth/secret';
 import { ConfigError, getEnv } from '@/lib/env';
-import { observeMcp } from '@/lib/mcp/observe';
+import { observeMcp } from '@/lib/mcp/http/observe';
 import { getRuntime, tasksHandedOver } from '@/lib/runtime';
 import { fromNodeRequest, sendReply } from './node-bridge';
 

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isStreamReply, payloadTooLarge, type McpHttpRequest, type McpReply } from '@/lib/mcp/exchange';
-import { sseHeaders } from '@/lib/mcp/sse';
+import { isStreamReply, payloadTooLarge, type McpHttpRequest, type McpReply } from '@/lib/mcp/http/exchange';
+import { sseHeaders } from '@/lib/mcp/http/sse';
 
 /**
  * Node's request as lib/mcp's handler reads it, with nothing converted that the handler does not

@@ -7,7 +7,7 @@ import { clientAddress } from '@/lib/auth/client-address';
 import { throttleSignUp } from '@/lib/auth/throttle';
 import { tooManyAttemptsMessage } from '@/lib/auth/throttle-message';
 import { getEnv } from '@/lib/env';
-import { closeStreamsOfRevokedTokens } from '@/lib/mcp/token-streams';
+import { closeStreamsOfRevokedTokens } from '@/lib/mcp/http/token-streams';
 import { validatedActionWithUser } from '@/lib/validated-action';
 
 export type SignUpState = { ok: boolean; errors: Partial<Record<'email' | 'password' | 'name' | 'form', string>> };

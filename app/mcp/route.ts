@@ -1,5 +1,5 @@
-import { fromWebRequest, toWebResponse } from '@/lib/mcp/exchange';
-import { observeMcp } from '@/lib/mcp/observe';
+import { fromWebRequest, toWebResponse } from '@/lib/mcp/http/exchange';
+import { observeMcp } from '@/lib/mcp/http/observe';
 import { getRuntime } from '@/lib/runtime';
 
 export const runtime = 'nodejs';

@@ -105,6 +105,8 @@ export interface NewTask {
   userId: string;
   sessionId: string | null;
   client: { name: string | null; version: string | null };
+  /** The protocol revision the client spoke, shown beside the client in the dashboard. */
+  protocolVersion: string | null;
   tool: ToolDefinition;
   args: Record<string, unknown>;
   requestedTtlMs?: number;
@@ -148,6 +150,7 @@ export class TaskEngine {
         sessionId: input.sessionId,
         clientName: input.client.name,
         clientVersion: input.client.version,
+        protocolVersion: input.protocolVersion,
         toolName: input.tool.name,
         // Arguments that do not fit the tool fail the task at once (the run says why): they are not kept.
         arguments: input.tool.inputSchema.safeParse(input.args).success ? input.args : {},

@@ -76,6 +76,12 @@ export interface ToolDefinition<Schema extends z.ZodObject = z.ZodObject> {
    * its task is granted this on top of the default, so that it cannot expire while its client waits.
    */
   maxRunMs?: number;
+  /**
+   * For a client of the 2026-07-28 tasks extension: the task is handed out only once the questions the
+   * tool asks first are answered (multi round-trip requests before the task), e.g. a confirmation
+   * before the work starts. Every other client meets those questions as it meets any other.
+   */
+  asksBeforeTask?: boolean;
   /** A resumable tool is run again after a restart instead of being failed. */
   resumable?: boolean;
   /** A capability the calling client must have declared, for a tool that needs the client's help. */

@@ -253,12 +253,26 @@ export const reconnectionTool = defineTool({
 });
 
 /** Registered under its id, the address schema becomes a $defs entry that the tool's schema refers to. */
-const addressSchema = z.object({ street: z.string().optional(), city: z.string().optional() }).meta({ id: 'address' });
+const addressSchema = z.object({ street: z.string().optional(), city: z.string().optional() }).meta({ id: 'address', $anchor: 'addressDef' });
 
+/** Keywords of JSON Schema 2020-12 that clients must pass on untouched: composition, conditions, anchors. */
 export const jsonSchema202012Tool = defineTool({
   name: 'json_schema_2020_12_tool',
   description: 'Tool with JSON Schema 2020-12 features',
-  inputSchema: z.strictObject({ name: z.string().optional(), address: addressSchema.optional() }),
+  inputSchema: z
+    .strictObject({
+      name: z.string().optional(),
+      address: addressSchema.optional(),
+      contactMethod: z.enum(['phone', 'email']).optional(),
+      phone: z.string().optional(),
+      email: z.string().optional(),
+    })
+    .meta({
+      allOf: [{ anyOf: [{ required: ['phone'] }, { required: ['email'] }] }],
+      if: { properties: { contactMethod: { const: 'phone' } }, required: ['contactMethod'] },
+      then: { required: ['phone'] },
+      else: { required: ['email'] },
+    }),
   taskSupport: 'forbidden',
   async run(args) {
     return textResult(JSON.stringify(args));

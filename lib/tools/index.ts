@@ -3,6 +3,7 @@ import type { ToolDefinition } from './define';
 import { delayTool } from './delay';
 import { echoTool } from './echo';
 import { fixtureTools } from './fixtures';
+import { modernFixtureTools } from './fixtures-modern';
 import { summarizeTool } from './summarize';
 import { surveyTool } from './survey';
 
@@ -14,7 +15,7 @@ export const tools: readonly ToolDefinition[] = [
   surveyTool,
   summarizeTool,
   // Read at start, not at build: only a test server sets it.
-  ...(process.env.MCP_FIXTURE_TOOLS === '1' ? fixtureTools : []),
+  ...(process.env.MCP_FIXTURE_TOOLS === '1' ? [...fixtureTools, ...modernFixtureTools] : []),
 ] as unknown as ToolDefinition[];
 
 export function findTool(name: string): ToolDefinition | undefined {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { fromWebRequest } from '@/lib/mcp/exchange';
-import { accepts, allowedOrigins, requireAllowedOrigin } from '@/lib/mcp/http';
+import { fromWebRequest } from '@/lib/mcp/http/exchange';
+import { accepts, allowedOrigins, requireAllowedOrigin } from '@/lib/mcp/http/replies';
 
 const withHeaders = (headers: Record<string, string>, body?: string) =>
   fromWebRequest(new Request('http://localhost:3000/mcp', { method: body === undefined ? 'GET' : 'POST', headers, body }));

@@ -11,13 +11,13 @@ import { queryRows, useFreshPostgres, type TestDatabase } from '../helpers/postg
 let database: TestDatabase;
 let createLimiter: typeof import('@/db/limiter').createLimiter;
 let close: () => Promise<void>;
-let McpRateLimits: typeof import('@/lib/mcp/rate-limit').McpRateLimits;
+let McpRateLimits: typeof import('@/lib/mcp/http/rate-limit').McpRateLimits;
 let RegistrationLimiter: typeof import('@/lib/auth/oauth/registration-limits').RegistrationLimiter;
 
 beforeAll(async () => {
   ({ database, close } = await useFreshPostgres());
   ({ createLimiter } = await import('@/db/limiter'));
-  ({ McpRateLimits } = await import('@/lib/mcp/rate-limit'));
+  ({ McpRateLimits } = await import('@/lib/mcp/http/rate-limit'));
   ({ RegistrationLimiter } = await import('@/lib/auth/oauth/registration-limits'));
 });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { maxJsonDepth, nestsDeeperThan } from '@/lib/mcp/schema';
+import { maxJsonDepth, nestsDeeperThan } from '@/lib/mcp/core/schema';
 
 const nestedArrays = (depth: number) => JSON.parse(`${'['.repeat(depth)}${']'.repeat(depth)}`);
 

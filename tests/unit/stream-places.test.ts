@@ -9,13 +9,13 @@ import { queryRows, useFreshPostgres, type TestDatabase } from '../helpers/postg
 let database: TestDatabase;
 let close: () => Promise<void>;
 let places: typeof import('@/db/queries/stream-places');
-let caps: typeof import('@/lib/mcp/caps');
+let caps: typeof import('@/lib/mcp/http/caps');
 let instanceId: string;
 
 beforeAll(async () => {
   ({ database, close } = await useFreshPostgres());
   places = await import('@/db/queries/stream-places');
-  caps = await import('@/lib/mcp/caps');
+  caps = await import('@/lib/mcp/http/caps');
   ({ instanceId } = await import('@/lib/instance'));
 });
 

@@ -4,7 +4,7 @@ import { revalidatePath } from 'next/cache';
 import { z } from 'zod';
 import { disconnectApp } from '@/lib/auth/oauth/consent';
 import { getCurrentUser } from '@/lib/auth/session';
-import { closeStreamsOfRevokedTokens } from '@/lib/mcp/token-streams';
+import { closeStreamsOfRevokedTokens } from '@/lib/mcp/http/token-streams';
 
 export async function disconnectAppAction(consentId: string): Promise<{ error?: string }> {
   const user = await getCurrentUser();

@@ -3,7 +3,7 @@
 import { revalidatePath } from 'next/cache';
 import { z } from 'zod';
 import { issueAccessToken, revokeAccessToken } from '@/lib/auth/tokens';
-import { closeStreamsOfRevokedTokens } from '@/lib/mcp/token-streams';
+import { closeStreamsOfRevokedTokens } from '@/lib/mcp/http/token-streams';
 import { formActionArguments, validatedActionWithUser } from '@/lib/validated-action';
 
 export type CreateTokenState = { token?: string; name?: string; error?: string };

@@ -1,7 +1,7 @@
 import { getCurrentUser, whenSessionsEnd } from '@/lib/auth/session';
 import { getEnv } from '@/lib/env';
-import { capRetryAfterMs, takeStreamPlace } from '@/lib/mcp/caps';
-import { SseStream } from '@/lib/mcp/sse';
+import { capRetryAfterMs, takeStreamPlace } from '@/lib/mcp/http/caps';
+import { SseStream } from '@/lib/mcp/http/sse';
 import { getRuntime } from '@/lib/runtime';
 import { ownerOf, topics } from '@/lib/tasks/bus';
 

@@ -1,12 +1,14 @@
 import { setMcpSessionLogLevel, type McpSession } from '@/db/queries/sessions';
 import { findTool, tools } from '@/lib/tools';
-import { describeTool, executeTool, ToolProtocolError, type LogLevel } from '@/lib/tools/define';
-import { isTaskError, type TaskEngine, type TaskRow } from '@/lib/tasks/engine';
+import { describeTool } from '@/lib/tools/define';
+import { createTaskOrRefuse, LogRelay, ProgressRelay, runToolNow } from '../core/tool-calls';
+import type { TaskEngine, TaskRow } from '@/lib/tasks/engine';
 import { topics } from '@/lib/tasks/bus';
 import { isTerminal } from '@/lib/tasks/states';
 import { randomBytes } from 'node:crypto';
-import { ErrorCode, RpcError } from './errors';
-import { isLoggedFor, logNotification } from './logging';
+import { ErrorCode, RpcError } from '../core/errors';
+import { isLoggedFor } from './logging';
+import { logNotification } from '../core/log-messages';
 import { canReceive, carryQuestions, inputRequestId, isCopyAnswered, requestFor, sentOnGetStream, withdrawalFor, withdrawnByTasksCancel, type RelatedTask } from './input-requests';
 import {
   callToolParamsSchema,
@@ -15,9 +17,9 @@ import {
   setLevelParamsSchema,
   taskIdParamsSchema,
   tasksProtocolVersion,
-} from './schema';
+} from '../core/schema';
 import { callStreamKey, resultStreamKey } from './session-streams';
-import { modelImmediateResponseKey, taskErrorToRpc, taskResultPayload, toTask } from './task-messages';
+import { modelImmediateResponseKey, taskErrorToRpc, taskResultPayload, toTask } from '../core/task-messages';
 
 /** What a method handler gets besides its params. */
 export interface RequestContext {
@@ -76,6 +78,7 @@ async function callTool(rawParams: unknown, ctx: RequestContext): Promise<Record
     userId: ctx.userId,
     sessionId: ctx.session.id,
     client: { name: ctx.session.clientName, version: ctx.session.clientVersion },
+    protocolVersion: ctx.session.protocolVersion,
     tool,
     args,
     progressToken,
@@ -85,7 +88,7 @@ async function callTool(rawParams: unknown, ctx: RequestContext): Promise<Record
     if (tool.taskSupport === 'forbidden') {
       throw new RpcError(ErrorCode.MethodNotFound, `Tool ${tool.name} does not support task-augmented calls; call it without "task"`);
     }
-    const row = await createTaskOrRefuse(ctx, { ...newTask, requestedTtlMs: params.task?.ttl });
+    const row = await createTaskOrRefuse(ctx.engine, { ...newTask, requestedTtlMs: params.task?.ttl });
     return {
       task: toTask(row),
       _meta: {
@@ -106,36 +109,18 @@ async function callTool(rawParams: unknown, ctx: RequestContext): Promise<Record
   if (tool.taskSupport === 'optional') {
     // A plain call of a tool that can run as a task still becomes one: durable, in the dashboard, able to
     // ask questions, and unharmed by the client going away. The call answers with the task's result.
-    const row = await createTaskOrRefuse(ctx, { ...newTask, callRequestId: ctx.requestId });
+    const row = await createTaskOrRefuse(ctx.engine, { ...newTask, callRequestId: ctx.requestId });
     ctx.openStream(callStreamKey(row.id));
     return followCallTask(ctx, row.id, progressToken);
   }
 
-  const logs = new LogRelay(ctx);
-  let outcome;
-  try {
-    outcome = await executeTool(tool, args, {
-      signal: ctx.signal,
-      progress: (progress, total, message) => {
-        if (progressToken === undefined) return;
-        ctx.send({
-          jsonrpc: '2.0',
-          method: 'notifications/progress',
-          params: { progressToken, progress, ...(total !== undefined ? { total } : {}), ...(message ? { message } : {}) },
-        });
-      },
-      status: () => {},
-      log: (level, data, logger) => logs.log(level, data, logger),
-      closeStream: () => ctx.disconnect?.(),
-      elicit: askOnlyInTasks,
-      createMessage: askOnlyInTasks,
-    });
-  } finally {
-    // What the tool logged goes before its result.
-    await logs.sent();
-  }
-  if (outcome.kind === 'error') throw new RpcError(outcome.error.code, outcome.error.message, outcome.error.data);
-  return outcome.result as unknown as Record<string, unknown>;
+  return runToolNow(tool, args, {
+    signal: ctx.signal,
+    progressToken,
+    send: ctx.send,
+    logAllows: (level) => isLoggedFor(ctx.session.id, level),
+    closeStream: () => ctx.disconnect?.(),
+  });
 }
 
 /**
@@ -152,7 +137,7 @@ export async function followCallTask(
   const questions = new QuestionRelay(ctx, taskId, 'unnamed');
   const progress = progressToken !== undefined ? new ProgressRelay(ctx, progressToken, progressSent) : undefined;
   // Log messages are not stored: only a call that is being followed carries them.
-  const logs = new LogRelay(ctx);
+  const logs = new LogRelay(ctx.send, (level) => isLoggedFor(ctx.session.id, level));
   const stopFollowingEvents = ctx.engine.bus.subscribe(topics.task(taskId), (event) => {
     if (event.type === 'task-log') logs.log(event.level, event.data, event.logger);
     if (event.type === 'task-stream-close') ctx.disconnect?.();
@@ -179,95 +164,6 @@ export async function followCallTask(
     progress?.stop();
   }
 }
-
-/**
- * Sends a call's log messages that the session's level lets through (read per message), in the order
- * they were logged; `sent` resolves once every message logged so far is out, and never rejects.
- */
-class LogRelay {
-  private queue: Promise<void> = Promise.resolve();
-
-  constructor(private readonly ctx: RequestContext) {}
-
-  log(level: LogLevel, data: unknown, logger?: string): void {
-    this.queue = this.queue
-      .then(async () => {
-        if (await isLoggedFor(this.ctx.session.id, level)) this.ctx.send(logNotification(level, data, logger));
-      })
-      .catch((error: unknown) => console.error('A log message for the client was lost', error));
-  }
-
-  sent(): Promise<void> {
-    return this.queue;
-  }
-}
-
-/**
- * Forwards a task's progress to the client that asked for it with a progressToken, and keeps the call
- * alive: when the tool has reported nothing for heartbeatMs, the last progress is repeated, nudged up
- * (progress must increase with every notification) and worded with the task's status. A relay that
- * takes over a stream (after a restart) starts from the last progress sent on it, not from the stored
- * progress, which lags, nor from a tool that starts over.
- */
-class ProgressRelay {
-  private lastSent: number | undefined;
-  private latest: number | undefined;
-  private total: number | undefined;
-  private message: string | undefined;
-  private timer: ReturnType<typeof setTimeout> | undefined;
-
-  constructor(
-    private readonly ctx: RequestContext,
-    private readonly token: string | number,
-    sentBefore: number | undefined,
-  ) {
-    this.lastSent = sentBefore;
-    this.latest = sentBefore;
-    this.schedule();
-  }
-
-  sync(task: TaskRow): void {
-    this.message = task.progressMessage ?? task.statusMessage ?? undefined;
-    // Reports arrive as they are made and the stored task can be a second behind: keep the newest.
-    if (task.progress === null || (this.latest !== undefined && task.progress < this.latest)) return;
-    this.latest = task.progress;
-    if (task.progressTotal !== null) this.total = task.progressTotal;
-    if (this.lastSent === undefined || task.progress > this.lastSent) {
-      // A client that dropped the stream catches up with the latest progress when it resumes.
-      if (this.ctx.isStreamRead()) this.notify(task.progress, task.progressMessage ?? undefined);
-    }
-  }
-
-  stop(): void {
-    clearTimeout(this.timer);
-  }
-
-  private heartbeat(): void {
-    const ahead = this.latest !== undefined && (this.lastSent === undefined || this.latest > this.lastSent);
-    const progress = ahead ? this.latest! : this.lastSent === undefined ? 0 : this.lastSent + heartbeatStep(this.total);
-    if (this.ctx.isStreamRead()) this.notify(progress, this.message);
-    else this.schedule();
-  }
-
-  private notify(progress: number, message: string | undefined): void {
-    this.lastSent = progress;
-    this.ctx.send({
-      jsonrpc: '2.0',
-      method: 'notifications/progress',
-      params: { progressToken: this.token, progress, ...(this.total !== undefined ? { total: this.total } : {}), ...(message ? { message } : {}) },
-    });
-    this.schedule();
-  }
-
-  private schedule(): void {
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.heartbeat(), this.ctx.heartbeatMs);
-    this.timer.unref?.();
-  }
-}
-
-/** Small enough never to pass the tool's own next report, large enough to be a different number. */
-const heartbeatStep = (total: number | undefined) => (total ?? 1) * 1e-6;
 
 /**
  * Carries a task's questions on one tasks/result (or plain call) stream: each open question once, and
@@ -334,20 +230,6 @@ class QuestionRelay {
     if (this.relatedTask === 'named' || this.toldWhereToAnswer.has(inputId) || !task.statusMessage) return;
     this.toldWhereToAnswer.add(inputId);
     if (await isLoggedFor(this.ctx.session.id, 'notice')) this.ctx.send(logNotification('notice', task.statusMessage, 'mcp-task-server'));
-  }
-}
-
-/** Questions outlive requests; they need a task to belong to. */
-async function askOnlyInTasks(): Promise<never> {
-  throw new ToolProtocolError(ErrorCode.InvalidRequest, 'This tool asks for input and must be called as a task');
-}
-
-async function createTaskOrRefuse(ctx: RequestContext, input: Parameters<TaskEngine['createTask']>[0]): Promise<TaskRow> {
-  try {
-    return await ctx.engine.createTask(input);
-  } catch (error) {
-    if (isTaskError(error) && error.reason === 'limit') throw new RpcError(ErrorCode.InvalidRequest, error.message);
-    throw error;
   }
 }
 

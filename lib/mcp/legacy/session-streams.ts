@@ -33,10 +33,11 @@ import {
 import type { McpSession } from '@/db/queries/sessions';
 import { topics, type BusEvent, type EventBus } from '@/lib/tasks/bus';
 import { isTerminal } from '@/lib/tasks/states';
-import { tasksProtocolVersion } from './schema';
-import { isLoggedFor, logNotification } from './logging';
-import { relatedTaskMeta, toTask } from './task-messages';
-import { SseStream } from './sse';
+import { tasksProtocolVersion } from '../core/schema';
+import { isLoggedFor } from './logging';
+import { logNotification } from '../core/log-messages';
+import { relatedTaskMeta, toTask } from '../core/task-messages';
+import { SseStream } from '../http/sse';
 
 const replayBatch = 100;
 /**

@@ -1,30 +1,12 @@
 import { endMcpSession, getMcpSessionById, touchMcpSession, type McpSession } from '@/db/queries/sessions';
-import { mcpScope, resourceMetadataUrl } from '@/lib/auth/oauth/metadata';
-import { verifyBearer } from '@/lib/auth/tokens';
-import type { TaskEngine } from '@/lib/tasks/engine';
-import { databaseUnavailable, ErrorCode, HttpError, isHttpError, isRpcError, RpcError, type JsonRpcErrorObject } from './errors';
 import { isDatabaseUnavailable } from '@/db/errors';
-import type { McpHttpRequest, McpReply } from './exchange';
-import {
-  accepts,
-  allowedOrigins,
-  emptyReply,
-  httpErrorReply,
-  jsonReply,
-  requireAccept,
-  requireAllowedOrigin,
-  requireJsonContentType,
-  rpcErrorBody,
-} from './http';
-import { dispatch, followCallTask, serverCapabilities, type RequestContext } from './methods';
+import { databaseUnavailable, ErrorCode, HttpError, isHttpError, isRpcError, RpcError, type JsonRpcErrorObject } from '../core/errors';
 import {
   batchProtocolVersion,
   classifyMessage,
   initializeParamsSchema,
   latestProtocolVersion,
   maxBatchMessages,
-  maxJsonDepth,
-  nestsDeeperThan,
   parseParams,
   supportedProtocolVersions,
   tasksProtocolVersion,
@@ -32,47 +14,24 @@ import {
   type JsonRpcNotification,
   type JsonRpcRequest,
   type JsonRpcResponse,
-} from './schema';
-import { answersWithStream, countMcpStream, createSessionWithinCap, takeMcpStreamPlace, type StreamPlace } from './caps';
+} from '../core/schema';
+import { answersWithStream, countMcpStream, createSessionWithinCap, takeMcpStreamPlace, type StreamPlace } from '../http/caps';
+import type { Caller, McpContext } from '../http/endpoint';
+import type { McpHttpRequest, McpReply } from '../http/exchange';
+import { accepts, emptyReply, httpErrorReply, jsonReply, rpcErrorBody } from '../http/replies';
+import type { RequestFacts } from '../http/request-facts';
+import { SseStream } from '../http/sse';
+import { inFlight, shuttingDown } from '../http/in-flight';
+import { closeWhenTokenRevoked } from '../http/token-streams';
 import { followClientTask } from './client-task-poller';
 import { canCancelTasks, clientLabel, forgetAnsweredCopies, markCopyAnswered, parseInputRequestId } from './input-requests';
-import { getRateLimits } from './rate-limit';
-import { summarizeMessage, type RequestFacts } from './request-facts';
-import { SseStream } from './sse';
-import { taskIdOfCallStream, taskIdOfResultStream, type ResumeTarget, type SessionStreams } from './session-streams';
-import { closeWhenTokenRevoked } from './token-streams';
-
-export interface McpContext {
-  engine: TaskEngine;
-  streams: SessionStreams;
-  appUrl: string;
-  allowedOrigins: string[];
-  maxBodyBytes: number;
-  serverVersion: string;
-  /**
-   * The longest a plain call's stream stays silent: notifications/progress when the client gave a
-   * progressToken (client timeouts that reset on progress must not fire), an SSE comment otherwise.
-   */
-  heartbeatMs: number;
-}
+import { dispatch, followCallTask, serverCapabilities, type RequestContext } from './methods';
+import { taskIdOfCallStream, taskIdOfResultStream, type ResumeTarget } from './session-streams';
 
 const sessionHeader = 'mcp-session-id';
 const versionHeader = 'mcp-protocol-version';
 /** How often a session's last use is written: idle expiry needs minutes, not milliseconds. */
 const sessionTouchMs = 60_000;
-
-/**
- * Requests in flight, so that notifications/cancelled, DELETE and shutdown can stop them; and the one
- * reason a shutdown gives, told apart by identity (each route bundle may hold its own copy of this module).
- */
-const globalForRequests = globalThis as unknown as { __mcpTaskServerInFlight?: Map<string, AbortController>; __mcpTaskServerShutdown?: DOMException };
-const inFlight = (globalForRequests.__mcpTaskServerInFlight ??= new Map());
-const shuttingDown = (globalForRequests.__mcpTaskServerShutdown ??= new DOMException('The server is shutting down', 'AbortError'));
-
-/** Stops every request in flight (the process is shutting down). */
-export function abortRequestsInFlight(): void {
-  for (const controller of inFlight.values()) controller.abort(shuttingDown);
-}
 
 /**
  * What a response stream's request leaves behind once done: its response; the end of the stream when
@@ -85,111 +44,24 @@ function finishResponseStream(ctx: McpContext, sessionId: string, streamKey: str
 }
 const inFlightKey = (sessionId: string, id: string | number) => `${sessionId}\u0000${typeof id}:${id}`;
 
-const originChecks = new WeakMap<McpContext, (origin: string) => boolean>();
-
-function originCheckOf(ctx: McpContext): (origin: string) => boolean {
-  let check = originChecks.get(ctx);
-  if (!check) {
-    check = allowedOrigins(ctx.appUrl, ctx.allowedOrigins);
-    originChecks.set(ctx, check);
-  }
-  return check;
-}
-
 /**
- * The MCP endpoint (Streamable HTTP, 2025-11-25): one framework-free function for GET, POST and
- * DELETE. What it learns of the request on the way (caller, message, session) it notes in `facts`.
+ * The legacy era (2025-11-25 and earlier): `initialize` opens a session, every later request names it
+ * with Mcp-Session-Id, and the session has a GET stream whose events can be replayed.
  */
-export async function handleMcp(request: McpHttpRequest, ctx: McpContext, facts: RequestFacts = {}): Promise<McpReply> {
-  try {
-    requireAllowedOrigin(request, originCheckOf(ctx));
-    const caller = await authenticate(request.header('authorization'), ctx.appUrl);
-    facts.caller = caller;
-    const posted = request.method === 'POST' ? await readMessage(request, ctx.maxBodyBytes) : undefined;
-    if (posted?.ok) facts.message = summarizeMessage(posted.value);
-    await getRateLimits().admit(caller, facts.message);
-    requireSupportedVersionHeader(request);
-    switch (request.method) {
-      case 'POST':
-        return posted!.ok ? await handlePost(posted!.value, request, ctx, caller, facts) : posted!.reply;
-      case 'GET':
-        return await handleGet(request, ctx, caller, facts);
-      case 'DELETE':
-        return await handleDelete(request, ctx, caller.userId, facts);
-      default:
-        throw new HttpError(405, ErrorCode.InvalidRequest, `Method Not Allowed: use POST, GET or DELETE`, {
-          Allow: 'GET, POST, DELETE',
-        });
-    }
-  } catch (error) {
-    if (isHttpError(error)) return httpErrorReply(error);
-    if (isRpcError(error)) return jsonReply(rpcErrorBody(null, error.toJson()), 400);
-    if (isDatabaseUnavailable(error)) return httpErrorReply(databaseUnavailable());
-    console.error('MCP endpoint: unexpected error', error);
-    return jsonReply(rpcErrorBody(null, { code: ErrorCode.InternalError, message: 'Internal error' }), 500);
+export async function handleLegacy(request: McpHttpRequest, posted: unknown, ctx: McpContext, caller: Caller, facts: RequestFacts): Promise<McpReply> {
+  requireSupportedVersionHeader(request);
+  switch (request.method) {
+    case 'POST':
+      return await handlePost(posted, request, ctx, caller, facts);
+    case 'GET':
+      return await handleGet(request, ctx, caller, facts);
+    case 'DELETE':
+      return await handleDelete(request, ctx, caller.userId, facts);
+    default:
+      throw new HttpError(405, ErrorCode.InvalidRequest, `Method Not Allowed: use POST, GET or DELETE`, {
+        Allow: 'GET, POST, DELETE',
+      });
   }
-}
-
-/** A POST's JSON-RPC message, or the error reply for a body that is not one. */
-async function readMessage(request: McpHttpRequest, maxBodyBytes: number): Promise<{ ok: true; value: unknown } | { ok: false; reply: McpReply }> {
-  requireJsonContentType(request);
-  requireAccept(request, ['application/json', 'text/event-stream']);
-  const body = await request.text(maxBodyBytes);
-  let value: unknown;
-  try {
-    value = JSON.parse(body);
-  } catch {
-    return { ok: false, reply: jsonReply(rpcErrorBody(null, { code: ErrorCode.ParseError, message: 'Parse error: the body is not valid JSON' }), 400) };
-  }
-  if (nestsDeeperThan(value, maxJsonDepth)) {
-    return {
-      ok: false,
-      reply: jsonReply(rpcErrorBody(null, { code: ErrorCode.InvalidRequest, message: `Invalid Request: the message nests deeper than ${maxJsonDepth} levels` }), 400),
-    };
-  }
-  return { ok: true, value };
-}
-
-/** Who is calling, and with which token. */
-interface Caller {
-  userId: string;
-  tokenId: string;
-}
-
-/**
- * A Bearer challenge (RFC 6750 section 3). Its values are quoted-strings that may hold neither `"`
- * nor a backslash, even escaped: a strict client that meets one loses every parameter after it.
- */
-function bearerChallenge(params: Record<string, string>): string {
-  const quoted = Object.entries(params).map(([name, value]) => `${name}="${value.replace(/["\\]/g, "'")}"`);
-  return `Bearer ${quoted.join(', ')}`;
-}
-
-async function authenticate(authorization: string | null, appUrl: string): Promise<Caller> {
-  const check = await verifyBearer(authorization, appUrl);
-  if (check.ok) return { userId: check.user.id, tokenId: check.tokenId };
-  const description = {
-    missing: 'An access token is required: send Authorization: Bearer <token>',
-    malformed: 'The access token is malformed',
-    unknown: 'The access token is not valid',
-    revoked: 'The access token has been revoked',
-    expired: 'The access token has expired or has been revoked',
-    wrong_audience: 'The access token was issued for another resource',
-    insufficient_scope: `The access token does not carry the ${mcpScope} scope`,
-  }[check.reason];
-  // RFC 9728 section 5.1: every challenge says where to discover how to get a token (and which scope).
-  const discovery = { resource_metadata: resourceMetadataUrl(appUrl), scope: mcpScope };
-  if (check.reason === 'insufficient_scope') {
-    throw new HttpError(403, -32001, `Forbidden: ${description}`, {
-      'WWW-Authenticate': bearerChallenge({ realm: 'mcp', error: 'insufficient_scope', error_description: description, ...discovery }),
-    });
-  }
-  // RFC 6750 section 3.1: a request without a bearer token gets no error code.
-  const challenge =
-    check.reason === 'missing'
-      ? bearerChallenge({ realm: 'mcp', ...discovery })
-      : bearerChallenge({ realm: 'mcp', error: 'invalid_token', error_description: description, ...discovery });
-  throw new HttpError(401, -32001, `Unauthorized: ${description}`, { 'WWW-Authenticate': challenge });
 }
 
 function requireSupportedVersionHeader(request: McpHttpRequest): void {

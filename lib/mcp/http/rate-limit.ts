@@ -1,7 +1,7 @@
 import type { RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
 import { createLimiter } from '@/db/limiter';
 import { getEnv } from '@/lib/env';
-import { HttpError } from './errors';
+import { HttpError } from '../core/errors';
 import type { MessageSummary, RequestCaller } from './request-facts';
 
 /** JSON-RPC server error code of a refusal for too many requests; HTTP says 429. */
@@ -15,8 +15,8 @@ export interface RateLimits {
   unknownTasksPerUser: number;
 }
 
-const taskOperations = new Set(['tasks/get', 'tasks/result', 'tasks/list', 'tasks/cancel']);
-const taskLookups = new Set(['tasks/get', 'tasks/result', 'tasks/cancel']);
+const taskOperations = new Set(['tasks/get', 'tasks/result', 'tasks/list', 'tasks/cancel', 'tasks/update']);
+const taskLookups = new Set(['tasks/get', 'tasks/result', 'tasks/cancel', 'tasks/update']);
 
 /** `keyPrefix` keeps each limit's counts apart in the table that instances share. */
 const minuteLimiter = (keyPrefix: string, points: number) => (points > 0 ? createLimiter({ keyPrefix, points, duration: 60 }) : undefined);

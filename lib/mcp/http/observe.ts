@@ -2,7 +2,7 @@ import pino from 'pino';
 import { getEnv } from '@/lib/env';
 import { topics, type BusEvent, type EventBus } from '@/lib/tasks/bus';
 import { isTerminal } from '@/lib/tasks/states';
-import { handleMcp, type McpContext } from './handler';
+import { handleMcp, type McpContext } from './endpoint';
 import { getRateLimits } from './rate-limit';
 import { isStreamReply, type McpHttpRequest, type McpReply } from './exchange';
 import type { MessageSummary, RequestFacts } from './request-facts';
@@ -51,11 +51,13 @@ interface ReplyOutcome {
   rpcError?: number;
   errorMessage?: string;
   taskId?: string;
+  /** 2026-07-28: "task" for a CreateTaskResult. */
+  resultType?: string;
 }
 
 function outcomeOf(json: unknown): ReplyOutcome | undefined {
   if (Array.isArray(json) || typeof json !== 'object' || json === null) return undefined;
-  const body = json as { error?: { code?: unknown; message?: unknown }; result?: { task?: { taskId?: unknown }; taskId?: unknown } };
+  const body = json as { error?: { code?: unknown; message?: unknown }; result?: { task?: { taskId?: unknown }; taskId?: unknown; resultType?: unknown } };
   if (body.error) {
     return {
       rpcError: typeof body.error.code === 'number' ? body.error.code : undefined,
@@ -63,16 +65,22 @@ function outcomeOf(json: unknown): ReplyOutcome | undefined {
     };
   }
   const taskId = body.result?.task?.taskId ?? body.result?.taskId;
-  return { taskId: typeof taskId === 'string' ? taskId : undefined };
+  const resultType = body.result?.resultType;
+  return { taskId: typeof taskId === 'string' ? taskId : undefined, resultType: typeof resultType === 'string' ? resultType : undefined };
 }
 
-const lookups = new Set(['tasks/get', 'tasks/result', 'tasks/cancel']);
-const auditEvents: Record<string, string> = { 'tasks/get': 'task.retrieved', 'tasks/result': 'task.result', 'tasks/cancel': 'task.cancel' };
+const lookups = new Set(['tasks/get', 'tasks/result', 'tasks/cancel', 'tasks/update']);
+const auditEvents: Record<string, string> = {
+  'tasks/get': 'task.retrieved',
+  'tasks/result': 'task.result',
+  'tasks/cancel': 'task.cancel',
+  'tasks/update': 'task.answered',
+};
 
 /** The audit event a request is, if any: creating, reading or cancelling a task. */
 function auditEventOf(message: MessageSummary | undefined, outcome: ReplyOutcome | undefined, streamed: boolean): string | undefined {
   if (!message?.method || outcome?.rpcError !== undefined) return undefined;
-  if (message.asTask) return outcome?.taskId ? 'task.created' : undefined;
+  if (message.asTask || outcome?.resultType === 'task') return outcome?.taskId ? 'task.created' : undefined;
   if (!lookups.has(message.method)) return undefined;
   return streamed ? `${auditEvents[message.method]}.waiting` : auditEvents[message.method];
 }
@@ -89,7 +97,7 @@ export async function observeMcp(request: McpHttpRequest, ctx: McpContext): Prom
   const reply = await handleMcp(request, ctx, facts);
   const streamed = isStreamReply(reply);
   const outcome = streamed ? undefined : outcomeOf(reply.json);
-  const { caller, message, session } = facts;
+  const { caller, message, session, client } = facts;
   if (caller && message?.method && lookups.has(message.method) && outcome?.rpcError === -32602 && outcome.errorMessage?.endsWith('Task not found')) {
     await getRateLimits().noteUnknownTask(caller.userId);
   }
@@ -97,7 +105,8 @@ export async function observeMcp(request: McpHttpRequest, ctx: McpContext): Prom
     {
       requestId: crypto.randomUUID(),
       userId: caller?.userId,
-      client: session ? clip(`${session.clientName}/${session.clientVersion}`) : undefined,
+      client: session ? clip(`${session.clientName}/${session.clientVersion}`) : client ? clip(`${client.name}/${client.version}`) : undefined,
+      protocolVersion: client?.protocolVersion,
       httpMethod: request.method,
       method: clip(message?.method),
       rpcId: message?.id !== undefined ? clip(safeJson(message.id)) : undefined,

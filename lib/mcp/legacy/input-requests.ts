@@ -1,6 +1,6 @@
 import type { McpSession } from '@/db/queries/sessions';
 import type { TaskInputRow } from '@/lib/tasks/inputs';
-import { relatedTaskMeta } from './task-messages';
+import { relatedTaskMeta } from '../core/task-messages';
 
 /**
  * Server-to-client requests for a task's questions. Each copy of a question (one on each fresh GET

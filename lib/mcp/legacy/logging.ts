@@ -11,12 +11,3 @@ export async function isLoggedFor(sessionId: string, level: LogLevel): Promise<b
   if (!threshold) return true;
   return logLevels.indexOf(level) >= logLevels.indexOf(threshold);
 }
-
-/** notifications/message: a tool's log message for its client. */
-export function logNotification(level: LogLevel, data: unknown, logger?: string, meta?: Record<string, unknown>) {
-  return {
-    jsonrpc: '2.0' as const,
-    method: 'notifications/message',
-    params: { level, ...(logger !== undefined ? { logger } : {}), data: data ?? null, ...(meta ? { _meta: meta } : {}) },
-  };
-}

@@ -14,9 +14,9 @@ import { instanceId } from '@/lib/instance';
 import type { TaskEngine } from '@/lib/tasks/engine';
 import { isTerminal } from '@/lib/tasks/states';
 import { findTool } from '@/lib/tools';
-import type { HttpError } from './errors';
+import type { HttpError } from '../core/errors';
 import { refusal } from './rate-limit';
-import { tasksProtocolVersion, type JsonRpcRequest } from './schema';
+import { tasksProtocolVersion, type JsonRpcRequest } from '../core/schema';
 import type { SseStream } from './sse';
 
 /**
@@ -110,7 +110,7 @@ export function takeStreamPlace(kind: StreamKind, userId: string, limit: number,
  * A place for one more /mcp stream of this user, or a 429 naming the cap. With `atCap: 'allow'` the
  * stream is counted even past the cap: it replaces one that closes at once, or it opened without warning.
  */
-export async function takeMcpStreamPlace(userId: string, sessionId: string, atCap: 'refuse' | 'allow' = 'refuse'): Promise<StreamPlace> {
+export async function takeMcpStreamPlace(userId: string, sessionId: string | null, atCap: 'refuse' | 'allow' = 'refuse'): Promise<StreamPlace> {
   const limit = getEnv().MCP_MAX_STREAMS_PER_USER;
   const place = await takeStreamPlace('mcp', userId, atCap === 'allow' ? Infinity : limit, sessionId);
   if (!place) {
@@ -126,7 +126,7 @@ export async function takeMcpStreamPlace(userId: string, sessionId: string, atCa
  * Counts a /mcp stream that is open already, past the cap if need be (one no one could foresee: a quick
  * tool's progress, a cancelled request, a batch's answer); its place is given back when it ends.
  */
-export function countMcpStream(userId: string, sessionId: string, stream: SseStream): void {
+export function countMcpStream(userId: string, sessionId: string | null, stream: SseStream): void {
   takeMcpStreamPlace(userId, sessionId, 'allow').then(
     (taken) => taken.holdUntilEnd(stream),
     (error: unknown) => console.error('Counting a stream against MCP_MAX_STREAMS_PER_USER failed; it goes uncounted', error),

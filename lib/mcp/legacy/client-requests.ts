@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { ErrorCode, RpcError } from './errors';
-import type { JsonRpcResponse } from './schema';
+import { ErrorCode, RpcError } from '../core/errors';
+import type { JsonRpcResponse } from '../core/schema';
 
 type Pending = { resolve: (result: Record<string, unknown>) => void; reject: (error: Error) => void; timer: ReturnType<typeof setTimeout> };
 

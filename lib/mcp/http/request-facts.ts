@@ -27,6 +27,8 @@ export interface RequestFacts {
   message?: MessageSummary;
   /** The session the request belongs to (or opened), once it is known to be the caller's. */
   session?: { id: string; clientName: string | null; clientVersion: string | null };
+  /** A modern (sessionless) request's client, as its `_meta` names it. */
+  client?: { name: string | null; version: string | null; protocolVersion: string };
 }
 
 const asString = (value: unknown) => (typeof value === 'string' ? value : undefined);

@@ -5,6 +5,12 @@ export const ErrorCode = {
   MethodNotFound: -32601,
   InvalidParams: -32602,
   InternalError: -32603,
+  /** 2026-07-28: the mirrored HTTP headers do not match the body, or a required one is missing. */
+  HeaderMismatch: -32020,
+  /** 2026-07-28: the request needs a capability (or extension) the client did not declare on it. */
+  MissingRequiredClientCapability: -32021,
+  /** 2026-07-28: the request's protocol version is not one this server speaks. */
+  UnsupportedProtocolVersion: -32022,
 } as const;
 
 export interface JsonRpcErrorObject {

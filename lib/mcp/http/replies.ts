@@ -1,6 +1,6 @@
-import { ErrorCode, HttpError, type JsonRpcErrorObject } from './errors';
+import { ErrorCode, HttpError, type JsonRpcErrorObject } from '../core/errors';
 import type { McpHttpRequest, McpReply } from './exchange';
-import type { RequestId } from './schema';
+import type { RequestId } from '../core/schema';
 
 export function jsonReply(body: unknown, status = 200, headers: Record<string, string> = {}): McpReply {
   return { status, headers: { 'Content-Type': 'application/json', 'Cache-Control': 'no-store', ...headers }, json: body };

@@ -1,4 +1,4 @@
-import { ErrorCode, HttpError } from './errors';
+import { ErrorCode, HttpError } from '../core/errors';
 import type { SseStream } from './sse';
 
 /**

@@ -1,0 +1,20 @@
+import type { TaskEngine } from '@/lib/tasks/engine';
+import type { RequestId } from '../core/schema';
+import type { StreamOutlet } from '../core/tool-calls';
+import type { ModernClient } from './protocol';
+
+/** What a 2026-07-28 method handler gets besides its params: everything comes with the request itself. */
+export interface ModernCall extends StreamOutlet {
+  engine: TaskEngine;
+  userId: string;
+  tokenId: string;
+  client: ModernClient;
+  requestId: RequestId;
+  /** Aborts when the client closes the response (its way of cancelling) or the server stops. */
+  signal: AbortSignal;
+  serverVersion: string;
+  /** How long a plain call waits for its task before answering with a requestState to retry with. */
+  roundWaitMs: number;
+}
+
+export type ModernMethod = (params: unknown, call: ModernCall) => Promise<Record<string, unknown>>;

@@ -1,0 +1,83 @@
+import { z } from 'zod';
+import { topics } from '@/lib/tasks/bus';
+import { isTaskError } from '@/lib/tasks/engine';
+import { parseParams } from '../core/schema';
+import type { SseStream } from '../http/sse';
+import type { ModernCall } from './call';
+import { declaresTasks, metaKey, tasksExtensionRequired } from './protocol';
+import { detailedTaskFor } from './tasks';
+
+/**
+ * subscriptions/listen (2026-07-28): a long-lived response stream of the notifications the client asked
+ * for, in place of the legacy GET stream. This server's tool list never changes while it runs and it has
+ * no prompts or resources, so the only notifications it agrees to are notifications/tasks (the tasks
+ * extension) for the caller's own tasks; every other kind is left out of the acknowledgement. Progress
+ * and log messages never go here: they belong to the request they are about.
+ */
+
+/** At most this many tasks on one stream. */
+export const maxTaskIdsPerSubscription = 100;
+
+const listenParamsSchema = z.object({
+  notifications: z
+    .object({
+      toolsListChanged: z.boolean().optional(),
+      promptsListChanged: z.boolean().optional(),
+      resourcesListChanged: z.boolean().optional(),
+      resourceSubscriptions: z.array(z.string()).optional(),
+      taskIds: z.array(z.string().max(256)).max(maxTaskIdsPerSubscription).optional(),
+    })
+    .loose(),
+});
+
+/** Checks the filter before the stream opens: a refusal is an ordinary error response. */
+export function readListenFilter(rawParams: unknown, call: Pick<ModernCall, 'client'>): { taskIds: string[] } {
+  const { notifications } = parseParams(listenParamsSchema, rawParams);
+  if (notifications.taskIds !== undefined && !declaresTasks(call.client)) throw tasksExtensionRequired('Task status notifications (taskIds)');
+  return { taskIds: [...new Set(notifications.taskIds ?? [])] };
+}
+
+/**
+ * Acknowledges on the stream, then sends each change of the subscribed tasks as the DetailedTask that
+ * tasks/get would return at that moment. Resolves with the release of the subscription.
+ */
+export async function listen(stream: SseStream, filter: { taskIds: string[] }, call: ModernCall): Promise<() => void> {
+  const subscriptionMeta = { [metaKey.subscriptionId]: call.requestId };
+  const owned: string[] = [];
+  for (const taskId of filter.taskIds) {
+    try {
+      await call.engine.getTaskStatus(taskId, call.userId);
+      owned.push(taskId);
+    } catch (error) {
+      // Another user's task, or none: left out of the acknowledgement, exactly alike.
+      if (!isTaskError(error)) throw error;
+    }
+  }
+  stream.send({
+    jsonrpc: '2.0',
+    method: 'notifications/subscriptions/acknowledged',
+    params: { _meta: subscriptionMeta, notifications: owned.length > 0 ? { taskIds: owned } : {} },
+  });
+  const unsubscribes = owned.map((taskId) => {
+    // One read at a time per task, in order: each notification is the task as it is when sent.
+    let queue = Promise.resolve();
+    let lastSent = '';
+    return call.engine.bus.subscribe(topics.task(taskId), (event) => {
+      if (event.type === 'task-progress' || event.type === 'task-log' || event.type === 'task-stream-close') return;
+      if (event.type === 'task-changed' && !event.transition) return;
+      queue = queue
+        .then(async () => {
+          if (stream.closed) return;
+          const task = await detailedTaskFor(call, taskId, call.userId);
+          const text = JSON.stringify(task);
+          if (text === lastSent) return;
+          lastSent = text;
+          stream.send({ jsonrpc: '2.0', method: 'notifications/tasks', params: { ...task, _meta: subscriptionMeta } });
+        })
+        .catch((error: unknown) => {
+          if (!isTaskError(error)) console.error(`A notifications/tasks for task ${taskId} was lost`, error);
+        });
+    });
+  });
+  return () => unsubscribes.forEach((unsubscribe) => unsubscribe());
+}

@@ -1,0 +1,63 @@
+import type { TaskRow } from '@/lib/tasks/engine';
+import type { TaskInputRow } from '@/lib/tasks/inputs';
+import { canBeAsked, type ModernClient } from './protocol';
+
+/**
+ * A stored task as the 2026-07-28 era reads it. One row serves both eras; the mapping is done here,
+ * when reading, never by storing a second copy:
+ * - `ttl`/`pollInterval` are `ttlMs`/`pollIntervalMs`;
+ * - a tool result with `isError: true` is stored `failed` (as 2025-11-25 wants) and read `completed`,
+ *   with the result inline: in this era `failed` means a JSON-RPC error, inline as `error`;
+ * - a task waiting for input lists its open questions as `inputRequests`, keyed by the key the tool
+ *   gave each question, unique over the task's life.
+ */
+
+export type ModernStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
+
+export function modernStatusOf(row: Pick<TaskRow, 'status' | 'result' | 'error'>): ModernStatus {
+  if (row.status === 'failed' && row.result && !row.error) return 'completed';
+  return row.status;
+}
+
+/** The flat Task fields (and what CreateTaskResult carries). */
+export function toModernTask(row: TaskRow) {
+  return {
+    taskId: row.id,
+    status: modernStatusOf(row),
+    ...(row.statusMessage !== null ? { statusMessage: row.statusMessage } : {}),
+    createdAt: new Date(row.createdAt).toISOString(),
+    lastUpdatedAt: new Date(row.lastUpdatedAt).toISOString(),
+    ttlMs: row.ttlMs,
+    pollIntervalMs: row.pollIntervalMs,
+  };
+}
+
+/** The open questions this client can be sent, as MRTR input requests keyed by the question's key. */
+export function inputRequestsFor(inputs: readonly TaskInputRow[], client: ModernClient): Record<string, { method: string; params: Record<string, unknown> }> {
+  const requests: Record<string, { method: string; params: Record<string, unknown> }> = {};
+  for (const input of inputs) {
+    if (input.status !== 'pending' || input.clientTaskId || !canBeAsked(client, input.kind)) continue;
+    const { _meta: _ignored, ...params } = input.request as Record<string, unknown>;
+    requests[input.key] =
+      input.kind === 'sampling' ? { method: 'sampling/createMessage', params } : { method: 'elicitation/create', params: { mode: 'form', ...params } };
+  }
+  return requests;
+}
+
+/**
+ * The DetailedTask of tasks/get and notifications/tasks: the task with what its status carries inline
+ * (its open questions, its result, or its JSON-RPC error).
+ */
+export function toDetailedTask(row: TaskRow, inputs: readonly TaskInputRow[], client: ModernClient): Record<string, unknown> {
+  const task = toModernTask(row);
+  switch (task.status) {
+    case 'input_required':
+      return { ...task, inputRequests: inputRequestsFor(inputs, client) };
+    case 'completed':
+      return { ...task, result: row.result ?? { content: [] } };
+    case 'failed':
+      return { ...task, error: row.error ?? { code: -32603, message: row.statusMessage ?? 'The task failed' } };
+    default:
+      return task;
+  }
+}

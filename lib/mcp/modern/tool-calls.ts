@@ -1,0 +1,169 @@
+import { z } from 'zod';
+import { findTool, tools } from '@/lib/tools';
+import { describeTool, logLevels, type LogLevel } from '@/lib/tools/define';
+import { topics } from '@/lib/tasks/bus';
+import type { TaskRow } from '@/lib/tasks/engine';
+import { ErrorCode, RpcError } from '../core/errors';
+import { parseParams } from '../core/schema';
+import { taskErrorToRpc, taskResultPayload } from '../core/task-messages';
+import { createTaskOrRefuse, LogRelay, ProgressRelay, runToolNow } from '../core/tool-calls';
+import { shuttingDown } from '../http/in-flight';
+import type { ModernCall, ModernMethod } from './call';
+import { answerInputResponses, inputResponsesSchema } from './inputs';
+import { canBeAsked, capabilityRequired, clientLabelOf, declaresTasks, tasksExtensionRequired, type ModernClient } from './protocol';
+import { openRequestState, sealRequestState, type CallBinding } from './request-state';
+import { inputRequestsFor, toModernTask } from './task-view';
+
+/**
+ * tools/list and tools/call in the 2026-07-28 era. A tool that can run as a task always runs as one,
+ * durable and in the dashboard, whatever the client can do:
+ * - a request that declares the tasks extension gets the task itself (CreateTaskResult, once committed);
+ * - any other request waits for the task, in rounds: the result when it ends in time, or an
+ *   InputRequiredResult with the task's open questions (those the client can be asked) and a sealed
+ *   requestState naming the task; the retry answers them and waits again. Retries never start another task.
+ */
+
+/** The catalogue is the same for every user and every client: a shared cache may keep it for this long. */
+export const toolsListTtlMs = 5 * 60 * 1000;
+
+export const listTools: ModernMethod = async () => ({
+  tools: tools.map((tool) => describeTool(tool, false)),
+  ttlMs: toolsListTtlMs,
+  cacheScope: 'public',
+});
+
+const callParamsSchema = z.object({
+  name: z.string().min(1),
+  arguments: z.record(z.string(), z.unknown()).optional(),
+  inputResponses: inputResponsesSchema.optional(),
+  requestState: z.string().optional(),
+});
+
+export const callTool: ModernMethod = async (rawParams, call) => {
+  const params = parseParams(callParamsSchema, rawParams);
+  const tool = findTool(params.name);
+  if (!tool) throw new RpcError(ErrorCode.InvalidParams, `Unknown tool: ${params.name}`);
+  if (tool.requiresClient && !canBeAsked(call.client, tool.requiresClient)) throw capabilityRequired(tool.requiresClient, `Tool ${tool.name}`);
+  const args = params.arguments ?? {};
+  const binding: CallBinding = { userId: call.userId, method: 'tools/call', name: tool.name, arguments: args };
+  // State is checked before anything else: a forged or foreign one must not reach any tool.
+  const stateTaskId = params.requestState !== undefined ? await openRequestState(params.requestState, binding) : undefined;
+
+  if (stateTaskId === undefined && tool.taskSupport === 'forbidden') {
+    return runToolNow(tool, args, {
+      signal: call.signal,
+      progressToken: call.client.progressToken,
+      send: call.send,
+      logAllows: (level) => logs(call.client, level),
+      closeStream: () => {},
+    });
+  }
+  const newTask = {
+    userId: call.userId,
+    sessionId: null,
+    client: { name: call.client.name, version: call.client.version },
+    protocolVersion: call.client.protocolVersion,
+    tool,
+    args,
+    progressToken: call.client.progressToken,
+  };
+  // The tasks extension: the task itself is the answer (once the questions a tool asks first are answered).
+  const handOut = declaresTasks(call.client);
+  if (stateTaskId === undefined && handOut && !tool.asksBeforeTask) {
+    const row = await createTaskOrRefuse(call.engine, newTask);
+    return { resultType: 'task', ...toModernTask(row) };
+  }
+  if (stateTaskId === undefined && !handOut && tool.taskSupport === 'required') throw tasksExtensionRequired(`Tool ${tool.name}`);
+
+  let taskId: string;
+  if (stateTaskId !== undefined) {
+    try {
+      taskId = (await call.engine.getTaskStatus(stateTaskId, call.userId)).id;
+    } catch (error) {
+      throw taskErrorToRpc(error, 'The task of this requestState is gone');
+    }
+  } else {
+    // A plain call's task answers this request; one a client of the extension will be handed is its own.
+    taskId = (await createTaskOrRefuse(call.engine, handOut ? newTask : { ...newTask, callRequestId: call.requestId })).id;
+  }
+  return waitForRound(call, taskId, binding, { first: stateTaskId === undefined, responses: params.inputResponses ?? {}, handOut });
+};
+
+/** Only a request that named a level gets log messages, and only those at or above it. */
+const logs = (client: ModernClient, level: LogLevel) => client.logLevel !== undefined && logLevels.indexOf(level) >= logLevels.indexOf(client.logLevel);
+
+/** Ends a wait for the task: it needs an answer this client can give, or (tasks extension) it can be handed out. */
+class RoundOver {
+  constructor(readonly inputRequests?: Record<string, unknown>) {}
+}
+
+/**
+ * Waits for the task of a call until it ends, needs input this client can give, or the round's time is
+ * up, carrying its progress and log messages on the response stream meanwhile. The answers the request
+ * brought (`responses`) are given to the task's questions as they are asked, key by key, each once;
+ * keys no question has are ignored. With `handOut` (a client of the tasks extension, for a tool that
+ * asks first) the round ends with the task itself once its first questions are answered.
+ */
+async function waitForRound(
+  call: ModernCall,
+  taskId: string,
+  binding: CallBinding,
+  round: { first: boolean; responses: Record<string, Record<string, unknown>>; handOut: boolean },
+): Promise<Record<string, unknown>> {
+  const roundOver = AbortSignal.timeout(call.roundWaitMs);
+  const unanswered = new Map(Object.entries(round.responses));
+  let answeredAny = false;
+  const progress = call.client.progressToken !== undefined ? new ProgressRelay(call, call.client.progressToken, undefined) : undefined;
+  const logRelay = new LogRelay(call.send, (level) => logs(call.client, level));
+  const stopFollowingLogs = call.engine.bus.subscribe(topics.task(taskId), (event) => {
+    if (event.type === 'task-log') logRelay.log(event.level, event.data, event.logger);
+  });
+  const handle = async () => ({ resultType: 'task', ...toModernTask(await call.engine.getTask(taskId, call.userId)) });
+  try {
+    const row = await call.engine.waitForTerminal(
+      taskId,
+      call.userId,
+      AbortSignal.any([call.signal, roundOver]),
+      async (task) => {
+        progress?.sync(task);
+        if (task.status !== 'input_required') {
+          if (round.handOut && answeredAny) throw new RoundOver();
+          return;
+        }
+        const inputs = await call.engine.inputs.listForTask(taskId);
+        const answerable = inputs.filter((input) => input.status === 'pending' && unanswered.has(input.key));
+        if (answerable.length > 0) {
+          const responses = Object.fromEntries(answerable.map((input) => [input.key, unanswered.get(input.key)!]));
+          for (const input of answerable) unanswered.delete(input.key);
+          await answerInputResponses(call.engine, taskId, call.userId, responses, clientLabelOf(call.client));
+          answeredAny = true;
+          // The task moves on (or still waits for other questions): the next wake says which.
+          return;
+        }
+        const asks = inputRequestsFor(inputs, call.client);
+        if (Object.keys(asks).length > 0) throw new RoundOver(asks);
+      },
+      progress && ((task) => progress.sync(task)),
+    );
+    await logRelay.sent();
+    return round.handOut ? await handle() : taskResultPayload(row, false);
+  } catch (error) {
+    if (error instanceof RoundOver) {
+      if (!error.inputRequests) return await handle();
+      return { resultType: 'input_required', inputRequests: error.inputRequests, requestState: await sealRequestState(binding, taskId) };
+    }
+    if (roundOver.aborted && !call.signal.aborted) {
+      if (round.handOut) return await handle();
+      // Still working (or waiting for a person in the dashboard): the retry with this state waits again.
+      return { resultType: 'input_required', requestState: await sealRequestState(binding, taskId) };
+    }
+    if (call.signal.aborted && call.signal.reason !== shuttingDown && round.first) {
+      // The client closed the only request that knew the task: that is its cancellation (nothing else holds the task).
+      await call.engine.cancelTask(taskId, call.userId, 'client').catch(() => {});
+    }
+    throw taskErrorToRpc(error, 'Failed to follow the task of this call');
+  } finally {
+    stopFollowingLogs();
+    progress?.stop();
+  }
+}

@@ -32,6 +32,7 @@ const insertTaskRow = preparedQuery((q) =>
       sessionId: sql.placeholder('sessionId'),
       clientName: sql.placeholder('clientName'),
       clientVersion: sql.placeholder('clientVersion'),
+      protocolVersion: sql.placeholder('protocolVersion'),
       toolName: sql.placeholder('toolName'),
       arguments: sql.placeholder('arguments'),
       status: sql.placeholder('status'),

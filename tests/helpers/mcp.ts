@@ -230,9 +230,20 @@ export async function connectSdkClient(
 export async function connectSdk2Client(
   mcpUrl: string,
   token: string,
-  options: { name?: string; elicit?: (params: any) => Promise<Record<string, unknown>> } = {},
+  options: {
+    name?: string;
+    elicit?: (params: any) => Promise<Record<string, unknown>>;
+    /** Let the client choose its era (server/discover first, 2026-07-28 when the server speaks it) instead of the SDK's default, 2025-11-25. */
+    chooseEra?: boolean;
+  } = {},
 ): Promise<{ client: Sdk2Client; close(): Promise<void> }> {
-  const client = new Sdk2Client({ name: options.name ?? 'sdk2-client', version: '2.4.0' }, { capabilities: options.elicit ? { elicitation: { form: {} } } : {} });
+  const client = new Sdk2Client(
+    { name: options.name ?? 'sdk2-client', version: '2.4.0' },
+    {
+      capabilities: options.elicit ? { elicitation: { form: {} } } : {},
+      ...(options.chooseEra ? { versionNegotiation: { mode: 'auto' as const }, inputRequired: { maxRounds: 100 } } : {}),
+    },
+  );
   client.onerror = () => {};
   if (options.elicit) client.setRequestHandler('elicitation/create', (request: any) => options.elicit!(request.params) as any);
   const transport = new Sdk2Transport(new URL(mcpUrl), { authProvider: { token: async () => token } });

@@ -15,6 +15,8 @@ export interface ModernCall extends StreamOutlet {
   serverVersion: string;
   /** How long a plain call waits for its task before answering with a requestState to retry with. */
   roundWaitMs: number;
+  /** Turns the response into an SSE stream now, for a wait whose progress the client asked to see. */
+  openStream(): void;
 }
 
 export type ModernMethod = (params: unknown, call: ModernCall) => Promise<Record<string, unknown>>;

@@ -107,7 +107,14 @@ function failure(error: unknown, method: string): { status: number; error: JsonR
   return { status: 500, error: { code: ErrorCode.InternalError, message: `Internal error while handling ${method}` } };
 }
 
-function modernCall(message: JsonRpcRequest, ctx: McpContext, caller: Caller, client: ModernClient, signal: AbortSignal, outlet: Pick<ModernCall, 'send' | 'isStreamRead'>): ModernCall {
+function modernCall(
+  message: JsonRpcRequest,
+  ctx: McpContext,
+  caller: Caller,
+  client: ModernClient,
+  signal: AbortSignal,
+  outlet: Pick<ModernCall, 'send' | 'isStreamRead' | 'openStream'>,
+): ModernCall {
   return {
     engine: ctx.engine,
     userId: caller.userId,
@@ -161,6 +168,7 @@ async function respond(method: ModernMethod, message: JsonRpcRequest, request: M
       stream!.send(outgoing);
     },
     isStreamRead: () => stream !== undefined && !stream.closed,
+    openStream,
   });
   const reply = (async () => {
     try {
@@ -205,7 +213,11 @@ async function openSubscription(message: JsonRpcRequest, ctx: McpContext, caller
   const controller = new AbortController();
   const key = `modern\u0000${crypto.randomUUID()}`;
   inFlight.set(key, controller);
-  const call = modernCall(message, ctx, caller, client, controller.signal, { send: (outgoing) => stream.send(outgoing), isStreamRead: () => !stream.closed });
+  const call = modernCall(message, ctx, caller, client, controller.signal, {
+    send: (outgoing) => stream.send(outgoing),
+    isStreamRead: () => !stream.closed,
+    openStream: () => {},
+  });
   let release = () => {};
   const end = () => {
     inFlight.delete(key);

@@ -113,6 +113,8 @@ async function waitForRound(
   const roundOver = AbortSignal.timeout(call.roundWaitMs);
   const unanswered = new Map(Object.entries(round.responses));
   let answeredAny = false;
+  // A client that asked for progress gets it, and heartbeats while the task is quiet, on a stream opened now.
+  if (call.client.progressToken !== undefined) call.openStream();
   const progress = call.client.progressToken !== undefined ? new ProgressRelay(call, call.client.progressToken, undefined) : undefined;
   const logRelay = new LogRelay(call.send, (level) => logs(call.client, level));
   const stopFollowingLogs = call.engine.bus.subscribe(topics.task(taskId), (event) => {

@@ -1,6 +1,7 @@
 import Link from 'next/link';
 import type { TaskListRow } from '@/lib/tasks/engine';
 import { RelativeTime } from '@/components/ui/relative-time';
+import { EraBadge } from './era-badge';
 import { PlainCallBadge } from './plain-call-badge';
 import { ProgressBar } from './progress-bar';
 import { StatusBadge } from './status-badge';
@@ -33,6 +34,7 @@ export function TaskTable({ tasks }: { tasks: TaskListRow[] }) {
                 <div className="flex flex-wrap items-center gap-2">
                   <span className="font-mono text-xs text-zinc-500 dark:text-zinc-400">{task.id.slice(0, 8)}</span>
                   <PlainCallBadge task={task} />
+                  <EraBadge task={task} />
                 </div>
               </td>
               <td className="hidden max-w-xs truncate px-4 py-3 text-zinc-600 md:table-cell dark:text-zinc-300" title={task.statusMessage ?? undefined}>

@@ -2,6 +2,7 @@ import Link from 'next/link';
 import { notFound } from 'next/navigation';
 import { CancelTaskButton } from '@/components/tasks/cancel-task-button';
 import { QuestionList } from '@/components/inputs/question-list';
+import { eraDescription, EraBadge, isModernVersion } from '@/components/tasks/era-badge';
 import { PlainCallBadge } from '@/components/tasks/plain-call-badge';
 import { ProgressBar } from '@/components/tasks/progress-bar';
 import { JsonBlock, ResultView } from '@/components/tasks/result-view';
@@ -56,6 +57,7 @@ export default async function TaskPage({ params }: { params: Promise<{ taskId: s
             <h1 className="text-2xl font-semibold tracking-tight">{task.toolName}</h1>
             <StatusBadge status={task.status} />
             <PlainCallBadge task={task} />
+            <EraBadge task={task} />
           </div>
           <p className="mt-1 break-all font-mono text-xs text-zinc-500 dark:text-zinc-400">{task.id}</p>
           {task.statusMessage && (
@@ -113,10 +115,10 @@ export default async function TaskPage({ params }: { params: Promise<{ taskId: s
               </dd>
               <dt className="text-zinc-500 dark:text-zinc-400">Client</dt>
               <dd>{task.clientName ? `${task.clientName}${task.clientVersion ? ` ${task.clientVersion}` : ''}` : 'Unknown'}</dd>
+              <dt className="text-zinc-500 dark:text-zinc-400">Protocol</dt>
+              <dd data-testid="protocol">{eraDescription(task.protocolVersion)}</dd>
               <dt className="text-zinc-500 dark:text-zinc-400">Started by</dt>
-              <dd data-testid="started-by">
-                {task.invocation === 'call' ? 'A plain tools/call: the client waits on the call for the result' : 'A task-augmented tools/call: the client polls for the result'}
-              </dd>
+              <dd data-testid="started-by">{startedBy(task)}</dd>
               {task.attempt > 1 && (
                 <>
                   <dt className="text-zinc-500 dark:text-zinc-400">Runs</dt>
@@ -132,4 +134,17 @@ export default async function TaskPage({ params }: { params: Promise<{ taskId: s
       </div>
     </div>
   );
+}
+
+/** How the task's client started it, and how it learns the outcome. */
+function startedBy(task: { invocation: string; protocolVersion: string | null }): string {
+  const modern = isModernVersion(task.protocolVersion);
+  if (task.invocation === 'call') {
+    return modern
+      ? 'A plain tools/call: the client waits on the call, and retries it with its answers (multi round-trip) while the task needs input'
+      : 'A plain tools/call: the client waits on the call for the result';
+  }
+  return modern
+    ? 'A tools/call of a client with the tasks extension: it polls tasks/get and answers with tasks/update'
+    : 'A task-augmented tools/call: the client polls for the result';
 }

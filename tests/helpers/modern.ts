@@ -81,6 +81,24 @@ export class ModernMcp {
     return readReply(await this.post(body, headers, options.signal));
   }
 
+  /**
+   * A host's raw request path for the official tasks requester (@modelcontextprotocol/ext-tasks): it
+   * hands over a framed request without jsonrpc and id, and takes the result or the error back.
+   */
+  async rawDispatch(request: { method: string; params?: Record<string, unknown> }): Promise<{ kind: 'result'; result: any } | { kind: 'error'; error: any }> {
+    const named = namedBy[request.method] ? request.params?.[namedBy[request.method]] : undefined;
+    const headers: Record<string, string> = {
+      Authorization: `Bearer ${this.token}`,
+      'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream',
+      'MCP-Protocol-Version': modernVersion,
+      'Mcp-Method': request.method,
+      ...(typeof named === 'string' ? { 'Mcp-Name': named } : {}),
+    };
+    const { body } = await readReply(await this.post({ jsonrpc: '2.0', id: this.nextId++, ...request }, headers));
+    return body.error ? { kind: 'error', error: body.error } : { kind: 'result', result: body.result };
+  }
+
   /** The result of a request that must succeed; throws with the error otherwise. */
   async call(method: string, params: Record<string, unknown> = {}, options: RequestOptions = {}): Promise<Record<string, any>> {
     const reply = await this.request(method, params, options);

@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { createApplicationInputHandler, createTaskSessionFromClient, resultFromTaskOutcome } from '@modelcontextprotocol/ext-tasks/client';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callServerAction, setPassword, signIn } from '../helpers/dashboard';
@@ -159,6 +160,10 @@ describe('the tasks extension', () => {
     expect(created).not.toHaveProperty('ttl');
     // Durable before it was acknowledged.
     expect(taskRow(created.taskId)).toMatchObject({ protocol_version: modernVersion, client_name: 'modern-test-client', session_id: null, invocation: 'task' });
+    // The request log records it like any creation, with the client and its protocol revision.
+    await expect
+      .poll(() => server.output().split('\n').find((line) => line.includes('"event":"task.created"') && line.includes(created.taskId)))
+      .toMatch(/"client":"modern-test-client\/1.0.0".*"protocolVersion":"2026-07-28"/);
     const waiting = await untilStatus(mcp, created.taskId, 'input_required');
     expect(waiting.resultType).toBe('complete');
     expect(waiting.inputRequests).toEqual({
@@ -178,6 +183,41 @@ describe('the tasks extension', () => {
     // A second answer to the same question is ignored: the first one won.
     await mcp.call('tasks/update', { taskId: created.taskId, inputResponses: { answer: { action: 'accept', content: { answer: 'red' } } } });
     expect((await mcp.call('tasks/get', { taskId: created.taskId })).result.content[0].text).toContain('blue');
+  });
+
+  it('is driven to the end by the official requester (ext-tasks 0.2.2), which answers the question itself', async () => {
+    const { client, close } = await connectSdk2Client(server.mcpUrl, token, { name: 'ext-tasks-host', chooseEra: true });
+    const clientCapabilities = { elicitation: { form: {} }, extensions: { [tasksExtension]: {} } };
+    const raw = new ModernMcp(server.mcpUrl, token);
+    const asked: string[] = [];
+    const session = createTaskSessionFromClient(client, {
+      endpointId: 'modern-test',
+      v2RequestFraming: { protocolVersion: modernVersion, clientInfo: { name: 'ext-tasks', version: '0.2.2' }, clientCapabilities },
+      rawDispatch: (request) => raw.rawDispatch(request as { method: string; params?: Record<string, unknown> }),
+      onInputRequest: createApplicationInputHandler({
+        elicitation: async (request) => {
+          asked.push(String((request as any).params?.message ?? (request as any).message));
+          return { action: 'accept', content: { answer: 'from the requester' } };
+        },
+        sampling: async () => {
+          throw new Error('not asked');
+        },
+        roots: async () => ({ roots: [] }),
+      }),
+    });
+    try {
+      const execution = await session.callTool('ask_human', { question: 'Through the official requester?' });
+      expect(execution.kind).toBe('task');
+      const { outcome } = await execution.settle();
+      const result: any = resultFromTaskOutcome(outcome);
+      expect(result.content).toEqual([{ type: 'text', text: 'Answer (given in the MCP client): from the requester' }]);
+      expect(asked).toHaveLength(1);
+      const [taskId] = tasksOfTool('ask_human').slice(-1);
+      expect(taskRow(taskId)).toMatchObject({ client_name: 'ext-tasks', protocol_version: modernVersion, invocation: 'task', status: 'completed' });
+    } finally {
+      await session.close();
+      await close();
+    }
   });
 
   it('ends a tool error completed (2026-07-28) and the same stored task failed (2025-11-25): mapped when read', async () => {

@@ -54,7 +54,8 @@ export function toDetailedTask(row: TaskRow, inputs: readonly TaskInputRow[], cl
     case 'input_required':
       return { ...task, inputRequests: inputRequestsFor(inputs, client) };
     case 'completed':
-      return { ...task, result: row.result ?? { content: [] } };
+      // Exactly what the tools/call would have returned in this era: with its resultType.
+      return { ...task, result: { ...(row.result ?? { content: [] }), resultType: 'complete' } };
     case 'failed':
       return { ...task, error: row.error ?? { code: -32603, message: row.statusMessage ?? 'The task failed' } };
     default:

@@ -1,0 +1,71 @@
+import type { McpSession } from '@/db/queries/sessions';
+import { ErrorCode } from '../core/errors';
+import type { JsonRpcNotification, JsonRpcResponse } from '../core/schema';
+import type { Caller, McpContext } from '../http/endpoint';
+import type { McpReply } from '../http/exchange';
+import { emptyReply, jsonReply, rpcErrorBody } from '../http/replies';
+import { inFlight } from '../http/in-flight';
+import { followClientTask } from './client-task-poller';
+import { canCancelTasks, clientLabel, markCopyAnswered, parseInputRequestId } from './input-requests';
+import { inFlightKey } from './sessions';
+
+/** The messages a legacy client sends that are not requests: its answers to our questions, and its notifications. */
+
+/**
+ * A client's answer to one of our requests. The first answer to a question wins; a late one is
+ * accepted and ignored. An answer that does not fit the question is refused (400) and the question
+ * stays open.
+ */
+
+export async function receiveResponse(message: JsonRpcResponse, ctx: McpContext, session: McpSession, caller: Caller): Promise<McpReply> {
+  if (ctx.streams.clientRequests.settle(message)) return emptyReply(202);
+  const target = parseInputRequestId(message.id);
+  if (!target) return emptyReply(202);
+  const via = String(message.id);
+  markCopyAnswered(session.id, via);
+  const label = clientLabel(session);
+  if (!('result' in message)) {
+    await ctx.engine.inputs.refuse(target.inputId, caller.userId, message.error, label, via);
+    return emptyReply(202);
+  }
+  const clientTask = (message.result as { task?: { taskId?: unknown; pollInterval?: unknown } }).task;
+  if (clientTask && typeof clientTask.taskId === 'string') {
+    const stream = await ctx.streams.streamOfRequest(session.id, via);
+    if (await ctx.engine.inputs.claimForClientTask(target.inputId, caller.userId, clientTask.taskId)) {
+      // The client took the question as a task of its own: follow it until it has the answer.
+      followClientTask({
+        engine: ctx.engine,
+        requests: ctx.streams.clientRequests,
+        sessionId: session.id,
+        userId: caller.userId,
+        inputId: target.inputId,
+        clientTaskId: clientTask.taskId,
+        stream,
+        pollIntervalMs: typeof clientTask.pollInterval === 'number' ? clientTask.pollInterval : undefined,
+        label,
+      }).catch((error: unknown) => console.error(`Following the client's task ${JSON.stringify(clientTask.taskId)} failed`, error));
+    } else if (canCancelTasks(session)) {
+      // Answered already, or another copy became the client's task first: this one is not needed.
+      ctx.streams.clientRequests.send(session.id, 'tasks/cancel', { taskId: clientTask.taskId }, stream).catch(() => {});
+    }
+    return emptyReply(202);
+  }
+  const outcome = await ctx.engine.inputs.answer(target.inputId, caller.userId, message.result, 'client', label, via);
+  if (!outcome.ok && outcome.reason === 'invalid') {
+    return jsonReply(rpcErrorBody(null, { code: ErrorCode.InvalidParams, message: outcome.message, data: { fieldErrors: outcome.fieldErrors } }), 400);
+  }
+  return emptyReply(202);
+}
+
+/**
+ * Cancelling a plain tools/call cancels the task it started, even after the client dropped the call's
+ * stream; the call itself is stopped first, so that it sends no response.
+ */
+export async function receiveNotification(message: JsonRpcNotification, ctx: McpContext, session: McpSession): Promise<void> {
+  if (message.method !== 'notifications/cancelled') return;
+  const requestId = message.params?.requestId;
+  if (typeof requestId === 'string' || typeof requestId === 'number') {
+    inFlight.get(inFlightKey(session.id, requestId))?.abort(new DOMException('Cancelled by the client', 'AbortError'));
+    await ctx.engine.cancelCallTask(session.id, requestId, session.userId);
+  }
+}

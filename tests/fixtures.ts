@@ -1,4 +1,6 @@
-import { test as base } from '@playwright/test';
+import { test as base, type Page } from '@playwright/test';
+import { AuthPage } from './pages/auth';
+import { TokensPage } from './pages/tokens';
 import { startServer, type TestServer } from './helpers/server';
 
 /** Every browser test file gets its own real server and database. */
@@ -23,3 +25,12 @@ let counter = 0;
 /** A fresh email for each account a test makes. */
 export const uniqueEmail = (label: string) => `${label}-${Date.now().toString(36)}-${(counter += 1)}@example.com`;
 export const password = 'correct horse battery staple';
+
+/** Signs a new person up (and so in), and makes them an access token for an MCP client; resolves with the token. */
+export async function signUpWithToken(page: Page, label: string): Promise<string> {
+  await new AuthPage(page).signUp(uniqueEmail(label), password);
+  await page.waitForURL(/\/tasks$/);
+  const tokens = new TokensPage(page);
+  await tokens.goto();
+  return tokens.create(`${label}-token`);
+}

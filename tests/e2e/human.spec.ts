@@ -1,21 +1,11 @@
 import path from 'node:path';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { expect, password, test, uniqueEmail } from '../fixtures';
+import { expect, signUpWithToken, test } from '../fixtures';
 import { connectSdkClient, RawMcp, SseReader } from '../helpers/mcp';
 import type { TestServer } from '../helpers/server';
-import { AuthPage } from '../pages/auth';
 import { QuestionsPage } from '../pages/questions';
-import { TokensPage } from '../pages/tokens';
 
 const screenshots = path.join(__dirname, '..', '..', 'test-results', 'screenshots');
-
-async function signUpWithToken(page: import('@playwright/test').Page, label: string): Promise<string> {
-  await new AuthPage(page).signUp(uniqueEmail(label), password);
-  await page.waitForURL(/\/tasks$/);
-  const tokens = new TokensPage(page);
-  await tokens.goto();
-  return tokens.create(`${label}-token`);
-}
 
 async function rawClient(server: TestServer, token: string, capabilities: Record<string, unknown> = {}) {
   const mcp = new RawMcp(server.mcpUrl, token);

@@ -1,22 +1,11 @@
 import path from 'node:path';
-import type { Page } from '@playwright/test';
-import { expect, password, test, uniqueEmail } from '../fixtures';
+import { expect, signUpWithToken, test } from '../fixtures';
 import { RawMcp } from '../helpers/mcp';
 import { ModernMcp, modernVersion, tasksExtension } from '../helpers/modern';
-import { AuthPage } from '../pages/auth';
 import { QuestionsPage } from '../pages/questions';
 import { TasksPage } from '../pages/tasks';
-import { TokensPage } from '../pages/tokens';
 
 const screenshots = path.join(__dirname, '..', '..', 'test-results', 'screenshots');
-
-async function signUpWithToken(page: Page, label: string): Promise<string> {
-  await new AuthPage(page).signUp(uniqueEmail(label), password);
-  await page.waitForURL(/\/tasks$/);
-  const tokens = new TokensPage(page);
-  await tokens.goto();
-  return tokens.create(`${label}-token`);
-}
 
 test('a 2026-07-28 task and a 2025-11-25 task side by side; the person answers the modern one, and its client reads the answer', async ({ page, server }) => {
   const token = await signUpWithToken(page, 'two-eras');

@@ -1,22 +1,11 @@
 import path from 'node:path';
-import type { Page } from '@playwright/test';
-import { expect, password, test, uniqueEmail } from '../fixtures';
+import { expect, signUpWithToken, test } from '../fixtures';
 import { connectSdk2Client, RawMcp, SseReader } from '../helpers/mcp';
 import type { TestServer } from '../helpers/server';
-import { AuthPage } from '../pages/auth';
 import { QuestionsPage } from '../pages/questions';
 import { TasksPage } from '../pages/tasks';
-import { TokensPage } from '../pages/tokens';
 
 const screenshots = path.join(__dirname, '..', '..', 'test-results', 'screenshots');
-
-async function signUpWithToken(page: Page, label: string): Promise<string> {
-  await new AuthPage(page).signUp(uniqueEmail(label), password);
-  await page.waitForURL(/\/tasks$/);
-  const tokens = new TokensPage(page);
-  await tokens.goto();
-  return tokens.create(`${label}-token`);
-}
 
 /** The SDK 2.x client with no task (and no elicitation) support: all it can do is call and wait. */
 const connectSdk2 = (server: TestServer, token: string) => connectSdk2Client(server.mcpUrl, token);

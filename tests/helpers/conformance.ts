@@ -1,6 +1,9 @@
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { startBearerProxy } from './bearer-proxy';
+import { createToken, startServer } from './server';
 
 /**
  * The official MCP conformance suite, in the versions tests/conformance pins (its own package.json and
@@ -106,3 +109,29 @@ export function runSuite(which: keyof typeof suitePackages, url: string, args: s
 export const describeCheck = (check: Check) => `${check.status} ${check.name}${check.errorMessage ? `: ${check.errorMessage}` : ''}`;
 
 export const failedChecks = (checks: Check[]) => checks.filter((check) => check.status === 'FAILURE' || check.status === 'WARNING');
+
+/** How long a file's `beforeAll` may take to install the suites and run one. */
+export const suiteRunTimeoutMs = installTimeoutMs + suiteTimeoutMs + 60_000;
+
+/**
+ * Installs the suites, starts the built server with the fixture tools, and runs one suite's server
+ * scenarios against it through a loopback proxy that adds a personal access token (the suite sends
+ * none); resolves with the run and the clean-up.
+ */
+export async function runSuiteAgainstServer(which: keyof typeof suitePackages, args: string[]): Promise<{ run: SuiteRun; stop(): Promise<void> }> {
+  installSuite();
+  const server = await startServer({ MCP_FIXTURE_TOOLS: '1' });
+  const proxy = await startBearerProxy(server.url, createToken(server, `conformance-${which}@example.com`));
+  const outputDir = fs.mkdtempSync(path.join(os.tmpdir(), `mcp-conformance-${which}-`));
+  const stop = async () => {
+    await proxy.close();
+    await server.stop();
+    fs.rmSync(outputDir, { recursive: true, force: true });
+  };
+  try {
+    return { run: await runSuite(which, `${proxy.url}/mcp`, args, outputDir), stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}

@@ -1,23 +1,17 @@
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBearerProxy, type BearerProxy } from '../helpers/bearer-proxy';
 import {
   describeCheck,
   failedChecks,
   installedSuiteVersion,
-  installSuite,
-  installTimeoutMs,
   readExpectedFailures,
-  runSuite,
+  runSuiteAgainstServer,
   suiteDir,
   suiteManifest,
-  suiteTimeoutMs,
+  suiteRunTimeoutMs,
   type Check,
   type SuiteRun,
 } from '../helpers/conformance';
-import { createToken, startServer, type TestServer } from '../helpers/server';
 
 /**
  * The official MCP conformance suite's scenarios for protocol revision 2026-07-28 (0.2.0-alpha.12, pinned
@@ -105,23 +99,15 @@ const expectedCause: Record<string, RegExp> = {
 };
 const notOffered = /-32601|Method not found/;
 
-let server: TestServer;
-let proxy: BearerProxy;
-let outputDir: string;
 let run: SuiteRun;
+let stop: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
-  installSuite();
-  server = await startServer({ MCP_FIXTURE_TOOLS: '1' });
-  proxy = await startBearerProxy(server.url, createToken(server, 'conformance-2026@example.com'));
-  outputDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-conformance-2026-'));
-  run = await runSuite('modern', `${proxy.url}/mcp`, ['--requirements', '2026-07-28', '--expected-failures', expectedFailuresFile], outputDir);
-}, installTimeoutMs + suiteTimeoutMs + 60_000);
+  ({ run, stop } = await runSuiteAgainstServer('modern', ['--requirements', '2026-07-28', '--expected-failures', expectedFailuresFile]));
+}, suiteRunTimeoutMs);
 
 afterAll(async () => {
-  await proxy?.close();
-  await server?.stop();
-  if (outputDir) fs.rmSync(outputDir, { recursive: true, force: true });
+  await stop?.();
 });
 
 const checksOf = (scenario: string): Check[] => run.checksByScenario.get(scenario)!;

@@ -1,24 +1,19 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBearerProxy, type BearerProxy } from '../helpers/bearer-proxy';
 import {
   describeCheck,
   failedChecks,
   installedSuiteVersion,
-  installSuite,
-  installTimeoutMs,
   readExpectedFailures,
-  runSuite,
+  runSuiteAgainstServer,
   suiteBin,
   suiteDir,
   suiteManifest,
-  suiteTimeoutMs,
+  suiteRunTimeoutMs,
   type SuiteRun,
 } from '../helpers/conformance';
-import { createToken, startServer, type TestServer } from '../helpers/server';
 
 /**
  * The official MCP conformance suite's server scenarios for the 2025-11-25 era (0.1.16, pinned in
@@ -63,24 +58,16 @@ const scenarios = [
 
 const expectedFailuresFile = path.resolve(suiteDir, 'expected-failures.yaml');
 
-let server: TestServer;
-let proxy: BearerProxy;
-let outputDir: string;
 let run: SuiteRun;
+let stop: (() => Promise<void>) | undefined;
 const expectedFailures = readExpectedFailures(expectedFailuresFile);
 
 beforeAll(async () => {
-  installSuite();
-  server = await startServer({ MCP_FIXTURE_TOOLS: '1' });
-  proxy = await startBearerProxy(server.url, createToken(server, 'conformance@example.com'));
-  outputDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-conformance-'));
-  run = await runSuite('legacy', `${proxy.url}/mcp`, ['--suite', 'all', '--expected-failures', expectedFailuresFile], outputDir);
-}, installTimeoutMs + suiteTimeoutMs + 60_000);
+  ({ run, stop } = await runSuiteAgainstServer('legacy', ['--suite', 'all', '--expected-failures', expectedFailuresFile]));
+}, suiteRunTimeoutMs);
 
 afterAll(async () => {
-  await proxy?.close();
-  await server?.stop();
-  if (outputDir) fs.rmSync(outputDir, { recursive: true, force: true });
+  await stop?.();
 });
 
 describe('the official MCP conformance suite (server scenarios)', () => {

@@ -60,7 +60,9 @@ export type TestMount = typeof testMount;
 
 function serverCommand(port: number, mount: TestMount): string[] {
   if (mount === 'production-server') return ['scripts/start.mjs'];
-  return [path.join(root, 'node_modules', 'next', 'dist', 'bin', 'next'), 'start', '--port', String(port), '--hostname', '127.0.0.1'];
+  // Idle connections kept as long as npm start's server keeps them (server/main.ts): with Next's default,
+  // a client's pooled connection can be closed by the server just as the client reuses it.
+  return [path.join(root, 'node_modules', 'next', 'dist', 'bin', 'next'), 'start', '--port', String(port), '--hostname', '127.0.0.1', '--keepAliveTimeout', '65000'];
 }
 
 /**

@@ -340,6 +340,40 @@ describe('multi round-trip calls (no extension)', () => {
     expect(taskRow(taskId)!.status).toBe('completed');
   });
 
+  it("asks the client's model through the rounds (summarize), and refuses a client that declared no sampling", async () => {
+    const args = { text: 'A long text about tasks that outlive the requests that started them.' };
+    const refused = await plainClient({ elicitation: {} }).request('tools/call', { name: 'summarize', arguments: args });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error).toMatchObject({ code: -32021, data: { requiredCapabilities: { sampling: {} } } });
+    const mcp = plainClient({ sampling: {} });
+    const first = await mcp.call('tools/call', { name: 'summarize', arguments: args });
+    expect(first.inputRequests.summary).toMatchObject({ method: 'sampling/createMessage', params: { maxTokens: 300 } });
+    const done = await mcp.call('tools/call', {
+      name: 'summarize',
+      arguments: args,
+      requestState: first.requestState,
+      inputResponses: { summary: { role: 'assistant', content: { type: 'text', text: 'Tasks outlive requests.' }, model: 'test-model' } },
+    });
+    expect(done).toMatchObject({ content: [{ type: 'text', text: 'Tasks outlive requests.' }], structuredContent: { summary: 'Tasks outlive requests.', model: 'test-model' } });
+  });
+
+  it('carries a survey over as many rounds as its questions need, still one task', async () => {
+    const mcp = plainClient();
+    const before = tasksOfTool('survey').length;
+    const args = { questions: ['First?', 'Second?', 'Third?'] };
+    let reply = await mcp.call('tools/call', { name: 'survey', arguments: args });
+    const asked = new Set<string>();
+    for (let round = 0; reply.resultType === 'input_required' && round < 10; round += 1) {
+      const keys = Object.keys(reply.inputRequests ?? {});
+      for (const key of keys) asked.add(key);
+      const inputResponses = Object.fromEntries(keys.map((key) => [key, { action: 'accept', content: { answer: `answer to ${key}` } }]));
+      reply = await mcp.call('tools/call', { name: 'survey', arguments: args, requestState: reply.requestState, inputResponses });
+    }
+    expect([...asked].sort()).toEqual(['question-1', 'question-2', 'question-3']);
+    expect(reply.content[0].text).toBe('1. First? answer to question-1\n2. Second? answer to question-2\n3. Third? answer to question-3');
+    expect(tasksOfTool('survey').length).toBe(before + 1);
+  });
+
   it('sees a question answered in the dashboard meanwhile: a client that cannot be asked waits in rounds', async () => {
     const mcp = plainClient({});
     const started = Date.now();
@@ -349,21 +383,7 @@ describe('multi round-trip calls (no extension)', () => {
     expect(first).toMatchObject({ resultType: 'input_required', requestState: expect.any(String) });
     expect(first).not.toHaveProperty('inputRequests');
     const [taskId] = tasksOfTool('ask_human').slice(-1);
-    const [input] = pendingInputs(taskId);
-    expect(setPassword(server, 'ada@example.com', 'correct horse battery staple').status).toBe(0);
-    const { sessionCookie } = await signIn(server, 'ada@example.com', 'correct horse battery staple');
-    const form = new FormData();
-    form.set('_1_$action', 'accept');
-    form.set('_1_answer', 'from the browser');
-    form.set('0', JSON.stringify([input.id, { ok: false }, '$K1']));
-    const pressed = await callServerAction(server, {
-      page: `/tasks/${taskId}`,
-      filename: 'app/(dashboard)/tasks/[taskId]/input-actions.ts',
-      exportedName: 'answerQuestionAction',
-      body: form,
-      cookie: sessionCookie,
-    });
-    expect(pressed.status).toBe(200);
+    await answerInDashboard(taskId, 'from the browser');
     const done = await mcp.call('tools/call', { name: 'ask_human', arguments: { question: 'Answer me in the browser?' }, requestState: first.requestState });
     expect(done.content).toEqual([{ type: 'text', text: 'Answer (given in the dashboard): from the browser' }]);
   });
@@ -448,6 +468,26 @@ describe('multi round-trip calls (no extension)', () => {
   });
 });
 
+/** Answers a task's open question in the dashboard, as the person's browser does (the dashboard's server action). */
+async function answerInDashboard(taskId: string, answer: string): Promise<void> {
+  await expect.poll(() => pendingInputs(taskId).length, { timeout: 20_000 }).toBe(1);
+  const [input] = pendingInputs(taskId);
+  expect(setPassword(server, 'ada@example.com', 'correct horse battery staple').status).toBe(0);
+  const { sessionCookie } = await signIn(server, 'ada@example.com', 'correct horse battery staple');
+  const form = new FormData();
+  form.set('_1_$action', 'accept');
+  form.set('_1_answer', answer);
+  form.set('0', JSON.stringify([input.id, { ok: false }, '$K1']));
+  const pressed = await callServerAction(server, {
+    page: `/tasks/${taskId}`,
+    filename: 'app/(dashboard)/tasks/[taskId]/input-actions.ts',
+    exportedName: 'answerQuestionAction',
+    body: form,
+    cookie: sessionCookie,
+  });
+  expect(pressed.status).toBe(200);
+}
+
 describe('the SDK 2.x client, choosing its era', () => {
   it('speaks 2026-07-28 with this server and gets ask_human answered by its own handler, in rounds', async () => {
     const asked: any[] = [];
@@ -466,6 +506,22 @@ describe('the SDK 2.x client, choosing its era', () => {
       expect(asked).toHaveLength(1);
       const [taskId] = tasksOfTool('ask_human').slice(-1);
       expect(taskRow(taskId)).toMatchObject({ client_name: 'sdk2-modern', protocol_version: modernVersion, status: 'completed' });
+    } finally {
+      await close();
+    }
+  });
+
+  it('speaks 2026-07-28 without an elicitation handler, and waits in rounds while the person answers in the dashboard', async () => {
+    const { client, close } = await connectSdk2Client(server.mcpUrl, token, { name: 'sdk2-modern-plain', chooseEra: true });
+    try {
+      const before = tasksOfTool('ask_human').length;
+      const call = client.callTool({ name: 'ask_human', arguments: { question: 'Answer for the SDK?' } }, { timeout: 60_000 });
+      await expect.poll(() => tasksOfTool('ask_human').length).toBe(before + 1);
+      const [taskId] = tasksOfTool('ask_human').slice(-1);
+      await answerInDashboard(taskId, 'from the dashboard');
+      const result: any = await call;
+      expect(result.content).toEqual([{ type: 'text', text: 'Answer (given in the dashboard): from the dashboard' }]);
+      expect(tasksOfTool('ask_human').length).toBe(before + 1);
     } finally {
       await close();
     }

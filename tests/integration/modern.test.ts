@@ -151,6 +151,37 @@ describe('one endpoint, two eras', () => {
   });
 });
 
+describe('limits, for both eras alike', () => {
+  let limited: TestServer;
+  let limitedToken: string;
+
+  beforeAll(async () => {
+    limited = await startServer({ RATE_LIMIT_PER_TOKEN: '6', MCP_MAX_STREAMS_PER_USER: '1' });
+    limitedToken = createToken(limited, 'limited@example.com');
+  });
+
+  afterAll(async () => {
+    await limited?.stop();
+  });
+
+  it('counts a subscription as a stream, and modern requests against the same rate limit', async () => {
+    const mcp = new ModernMcp(limited.mcpUrl, limitedToken, { extensions: { [tasksExtension]: {} } });
+    const first = mcp.build('subscriptions/listen', { notifications: {} });
+    const closing = new AbortController();
+    const open = await mcp.post(first.body, first.headers, closing.signal);
+    expect((await new SseReader(open).nextMessage())!.method).toBe('notifications/subscriptions/acknowledged');
+    const second = await mcp.request('subscriptions/listen', { notifications: {} });
+    expect(second.status).toBe(429);
+    expect(second.body.error.message).toContain('streams open');
+    expect(second.headers.get('retry-after')).toMatch(/^\d+$/);
+    closing.abort();
+    let reply = await mcp.request('tools/list');
+    for (let sent = 3; reply.status === 200 && sent <= 10; sent += 1) reply = await mcp.request('tools/list');
+    expect(reply.status).toBe(429);
+    expect(reply.body.error.message).toContain('this access token sent too many requests');
+  });
+});
+
 describe('the tasks extension', () => {
   it('creates a durable task, asks its question through tasks/get, takes the answer with tasks/update, and completes', async () => {
     const mcp = taskClient();

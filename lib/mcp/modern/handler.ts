@@ -205,7 +205,7 @@ async function openSubscription(message: JsonRpcRequest, ctx: McpContext, caller
     place = await takeMcpStreamPlace(caller.userId, null);
   } catch (error) {
     const failed = failure(error, message.method);
-    return jsonReply(rpcErrorBody(message.id, failed.error), failed.status === 200 ? 200 : failed.status, failed.headers);
+    return jsonReply(rpcErrorBody(message.id, failed.error), failed.status, failed.headers);
   }
   const stream = new SseStream(ctx.heartbeatMs);
   place.holdUntilEnd(stream);

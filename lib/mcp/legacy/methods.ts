@@ -1,15 +1,12 @@
+import { randomBytes } from 'node:crypto';
 import { setMcpSessionLogLevel, type McpSession } from '@/db/queries/sessions';
+import { topics } from '@/lib/tasks/bus';
+import type { TaskEngine, TaskRow } from '@/lib/tasks/engine';
+import { isTerminal } from '@/lib/tasks/states';
 import { findTool, tools } from '@/lib/tools';
 import { describeTool } from '@/lib/tools/define';
-import { createTaskOrRefuse, LogRelay, ProgressRelay, runToolNow } from '../core/tool-calls';
-import type { TaskEngine, TaskRow } from '@/lib/tasks/engine';
-import { topics } from '@/lib/tasks/bus';
-import { isTerminal } from '@/lib/tasks/states';
-import { randomBytes } from 'node:crypto';
 import { ErrorCode, RpcError } from '../core/errors';
-import { isLoggedFor } from './logging';
 import { logNotification } from '../core/log-messages';
-import { canReceive, carryQuestions, inputRequestId, isCopyAnswered, requestFor, sentOnGetStream, withdrawalFor, withdrawnByTasksCancel, type RelatedTask } from './input-requests';
 import {
   callToolParamsSchema,
   listParamsSchema,
@@ -18,8 +15,11 @@ import {
   taskIdParamsSchema,
   tasksProtocolVersion,
 } from '../core/schema';
-import { callStreamKey, resultStreamKey } from './session-streams';
 import { modelImmediateResponseKey, taskErrorToRpc, taskResultPayload, toTask } from '../core/task-messages';
+import { createTaskOrRefuse, LogRelay, ProgressRelay, runToolNow } from '../core/tool-calls';
+import { canReceive, carryQuestions, inputRequestId, isCopyAnswered, requestFor, sentOnGetStream, withdrawalFor, withdrawnByTasksCancel, type RelatedTask } from './input-requests';
+import { isLoggedFor } from './logging';
+import { callStreamKey, resultStreamKey } from './session-streams';
 
 /** What a method handler gets besides its params. */
 export interface RequestContext {

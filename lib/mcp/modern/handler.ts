@@ -71,12 +71,11 @@ export async function handleModern(request: McpHttpRequest, posted: unknown, ctx
     requireSpokenVersion(client);
   } catch (error) {
     if (isHttpError(error)) return httpErrorReply(error, message.id);
-    if (isRpcError(error)) return jsonReply(rpcErrorBody(message.id, error.toJson()), 400);
     throw error;
   }
   facts.client = { name: client.name, version: client.version, protocolVersion: client.protocolVersion };
-  const method = Object.hasOwn(methods, message.method) ? methods[message.method] : undefined;
   if (message.method === 'subscriptions/listen') return openSubscription(message, ctx, caller, client);
+  const method = Object.hasOwn(methods, message.method) ? methods[message.method] : undefined;
   if (!method) {
     return jsonReply(rpcErrorBody(message.id, { code: ErrorCode.MethodNotFound, message: `Method not found: ${message.method}` }), 404);
   }

@@ -72,6 +72,45 @@ async function scenarios(peer: Peer, session: Record<string, string>, reference:
   return list;
 }
 
+const modernVersion = '2026-07-28';
+
+/**
+ * The same work asked by a 2026-07-28 client (this server only): no session, every request with its
+ * `_meta` and mirrored headers, the task created through the tasks extension.
+ */
+async function modernScenarios(peer: Peer): Promise<Array<[string, Record<string, string>, unknown]>> {
+  const request = (id: number, method: string, params: Record<string, unknown>, name?: string): [Record<string, string>, unknown] => [
+    { 'MCP-Protocol-Version': modernVersion, 'Mcp-Method': method, ...(name ? { 'Mcp-Name': name } : {}) },
+    {
+      jsonrpc: '2.0',
+      id,
+      method,
+      params: {
+        ...params,
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': modernVersion,
+          'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1.0.0' },
+          'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } },
+        },
+      },
+    },
+  ];
+  const create = request(1, 'tools/call', { name: 'delay', arguments: { seconds: 0 } }, 'delay');
+  const created = await rpc(peer, create[0], create[1]);
+  const taskId = created.body?.result?.taskId;
+  if (!taskId) throw new Error(`${peer.name}: creating a ${modernVersion} task failed: ${JSON.stringify(created.body)}`);
+  const list: Array<[string, Record<string, string>, unknown]> = [
+    [`tasks/get (${modernVersion})`, ...request(2, 'tasks/get', { taskId }, taskId)],
+    [`create a task (${modernVersion})`, ...create],
+    [`tools/list (${modernVersion})`, ...request(4, 'tools/list', {})],
+  ];
+  for (const [name, headers, body] of list) {
+    const reply = await rpc(peer, headers, body);
+    if (!reply.body || reply.body.error) throw new Error(`${peer.name} ${name}: ${JSON.stringify(reply.body)}`);
+  }
+  return list;
+}
+
 function drive(url: string, headers: Record<string, string>, body: unknown): Promise<autocannon.Result> {
   return autocannon({
     url,
@@ -120,6 +159,12 @@ export async function measurePeer(peer: Peer, reference: boolean, log: (line: st
   const session = await openSession(peer);
   for (const [scenario, body] of await scenarios(peer, session, reference)) {
     const row = await measureCell(peer, peer.name, scenario, { ...peer.headers, ...session }, body);
+    rows.push(row);
+    log(`${peer.name} ${scenario}: ${row.requestsPerSecond.toFixed(0)} req/s, p99 ${row.p99} ms`);
+  }
+  if (reference) return rows;
+  for (const [scenario, headers, body] of await modernScenarios(peer)) {
+    const row = await measureCell(peer, peer.name, scenario, { ...peer.headers, ...headers }, body);
     rows.push(row);
     log(`${peer.name} ${scenario}: ${row.requestsPerSecond.toFixed(0)} req/s, p99 ${row.p99} ms`);
   }

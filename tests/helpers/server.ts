@@ -126,7 +126,18 @@ export async function startServer(extraEnv: Record<string, string> = {}, mount: 
     } catch {
       return;
     }
+    // next start lets idle keep-alive connections (kept up to --keepAliveTimeout) run out before it exits:
+    // a client that keeps one open could hold a stop for a minute. Past a few seconds, it is killed.
+    const killAfterWaiting = () => {
+      try {
+        process.kill(-current.pid!, 'SIGKILL');
+      } catch {
+        // Gone meanwhile.
+      }
+    };
+    const patience = mount === 'route-handler' && signal === 'SIGTERM' ? setTimeout(killAfterWaiting, 10_000) : undefined;
     await exited;
+    clearTimeout(patience);
     // The group's other members (next's own child) go with the signal; wait until the port is free.
     for (let i = 0; i < 100; i += 1) {
       const inUse = await new Promise<boolean>((resolve) => {

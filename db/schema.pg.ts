@@ -5,7 +5,19 @@
  */
 import { sql } from 'drizzle-orm';
 import { bigint, customType, doublePrecision, index, integer, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
-import { clientRegistrations, inputKinds, inputStatuses, taskInvocations, taskStatuses } from './schema';
+import {
+  clientRegistrations,
+  deliveryOutcomes,
+  inputKinds,
+  inputStatuses,
+  notificationChannels,
+  notificationEventTypes,
+  notificationTargetStatuses,
+  taskInvocations,
+  taskStatuses,
+  type NotificationEventType,
+  type NotificationTargetOptions,
+} from './schema';
 
 /** Times are stored as milliseconds since the epoch (UTC); they outgrow a 32-bit integer. */
 const millis = (name: string) => bigint(name, { mode: 'number' });
@@ -242,4 +254,63 @@ export const oauthConsents = pgTable(
     uniqueIndex('oauth_consents_user_client_unique').on(table.userId, table.clientId),
     index('oauth_consents_grant_idx').on(table.grantId),
   ],
+);
+
+export const notificationEvents = pgTable(
+  'notification_events',
+  {
+    id: serialId('id'),
+    userId: text('user_id').notNull(),
+    taskId: text('task_id').notNull(),
+    type: text('type', { enum: notificationEventTypes }).notNull(),
+    payload: jsonText<Record<string, unknown>>('payload').notNull(),
+    createdAt: millis('created_at').notNull(),
+  },
+  (table) => [index('notification_events_user_idx').on(table.userId, table.id), index('notification_events_created_idx').on(table.createdAt)],
+);
+
+export const notificationTargets = pgTable(
+  'notification_targets',
+  {
+    id: text('id').primaryKey(),
+    userId: text('user_id').references(() => users.id, { onDelete: 'cascade' }),
+    channel: text('channel', { enum: notificationChannels }).notNull(),
+    address: text('address').notNull(),
+    secret: text('secret'),
+    events: jsonText<NotificationEventType[]>('events').notNull(),
+    options: jsonText<NotificationTargetOptions>('options').notNull(),
+    status: text('status', { enum: notificationTargetStatuses }).notNull(),
+    cursor: int64('cursor').notNull(),
+    attempts: integer('attempts').notNull().default(0),
+    failingSince: millis('failing_since'),
+    lastError: text('last_error'),
+    nextAttemptAt: millis('next_attempt_at').notNull().default(0),
+    leaseHolder: text('lease_holder'),
+    leaseUntil: millis('lease_until'),
+    windowStart: millis('window_start').notNull().default(0),
+    sentInWindow: integer('sent_in_window').notNull().default(0),
+    createdAt: millis('created_at').notNull(),
+  },
+  (table) => [index('notification_targets_user_idx').on(table.userId), index('notification_targets_due_idx').on(table.status, table.nextAttemptAt)],
+);
+
+export const notificationAttempts = pgTable(
+  'notification_attempts',
+  {
+    id: serialId('id'),
+    targetId: text('target_id')
+      .notNull()
+      .references(() => notificationTargets.id, { onDelete: 'cascade' }),
+    messageId: text('message_id').notNull(),
+    eventType: text('event_type').notNull(),
+    events: integer('events').notNull().default(1),
+    attempt: integer('attempt').notNull(),
+    at: millis('at').notNull(),
+    outcome: text('outcome', { enum: deliveryOutcomes }).notNull(),
+    statusCode: integer('status_code'),
+    response: text('response'),
+    error: text('error'),
+    durationMs: int64('duration_ms').notNull(),
+  },
+  (table) => [index('notification_attempts_target_idx').on(table.targetId, table.id)],
 );

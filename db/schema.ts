@@ -259,3 +259,92 @@ export const oauthConsents = sqliteTable(
     index('oauth_consents_grant_idx').on(table.grantId),
   ],
 );
+
+export const notificationEventTypes = ['task.input_required', 'task.completed', 'task.failed', 'task.cancelled', 'task.expired'] as const;
+export type NotificationEventType = (typeof notificationEventTypes)[number];
+
+/**
+ * What a person may be told of: a task that waits on them or ended. Written in the transaction of the
+ * change that caused it (the outbox); every channel reads it in order from its own cursor, so nothing
+ * is lost to a restart. Not tied to the task row: an expired task's event outlives the task.
+ */
+export const notificationEvents = sqliteTable(
+  'notification_events',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    userId: text('user_id').notNull(),
+    taskId: text('task_id').notNull(),
+    type: text('type', { enum: notificationEventTypes }).notNull(),
+    /** What the message says: the task as it was then, and the question when there is one. */
+    payload: text('payload', { mode: 'json' }).notNull().$type<Record<string, unknown>>(),
+    createdAt: millis('created_at').notNull(),
+  },
+  (table) => [index('notification_events_user_idx').on(table.userId, table.id), index('notification_events_created_idx').on(table.createdAt)],
+);
+
+export const notificationChannels = ['webhook', 'email'] as const;
+export type NotificationChannel = (typeof notificationChannels)[number];
+export const notificationTargetStatuses = ['active', 'failing'] as const;
+export type NotificationTargetOptions = { includeDetails?: boolean };
+
+/**
+ * Where events go: a webhook endpoint (a person's, or the operator's for every user when `userId` is
+ * null) or a person's e-mail. Each reads the outbox from its cursor and delivers at least once, in order.
+ */
+export const notificationTargets = sqliteTable(
+  'notification_targets',
+  {
+    id: text('id').primaryKey(),
+    userId: text('user_id').references(() => users.id, { onDelete: 'cascade' }),
+    channel: text('channel', { enum: notificationChannels }).notNull(),
+    /** The webhook's URL or the e-mail address. */
+    address: text('address').notNull(),
+    /** The webhook's signing secret (whsec_…). */
+    secret: text('secret'),
+    events: text('events', { mode: 'json' }).notNull().$type<NotificationEventType[]>(),
+    /** E-mail: `includeDetails` puts the tool's arguments and the answers' fields in the message. */
+    options: text('options', { mode: 'json' }).notNull().$type<NotificationTargetOptions>(),
+    status: text('status', { enum: notificationTargetStatuses }).notNull(),
+    /** The last event handled (delivered, or not for this target). */
+    cursor: integer('cursor').notNull(),
+    /** Failed attempts at the event after the cursor, and since when it has been failing. */
+    attempts: integer('attempts').notNull().default(0),
+    failingSince: millis('failing_since'),
+    lastError: text('last_error'),
+    nextAttemptAt: millis('next_attempt_at').notNull().default(0),
+    /** The instance delivering now, and until when its claim holds. */
+    leaseHolder: text('lease_holder'),
+    leaseUntil: millis('lease_until'),
+    /** The start of the current minute of messages, and how many went in it (the digest's budget). */
+    windowStart: millis('window_start').notNull().default(0),
+    sentInWindow: integer('sent_in_window').notNull().default(0),
+    createdAt: millis('created_at').notNull(),
+  },
+  (table) => [index('notification_targets_user_idx').on(table.userId), index('notification_targets_due_idx').on(table.status, table.nextAttemptAt)],
+);
+
+export const deliveryOutcomes = ['delivered', 'retrying', 'failed', 'refused'] as const;
+
+/** Each attempt at a delivery, for the person's delivery log (the last ones are kept). */
+export const notificationAttempts = sqliteTable(
+  'notification_attempts',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    targetId: text('target_id')
+      .notNull()
+      .references(() => notificationTargets.id, { onDelete: 'cascade' }),
+    /** The message id the receiver saw (webhook-id); a test event has its own. */
+    messageId: text('message_id').notNull(),
+    eventType: text('event_type').notNull(),
+    /** How many events the message carried (more than one for a digest). */
+    events: integer('events').notNull().default(1),
+    attempt: integer('attempt').notNull(),
+    at: millis('at').notNull(),
+    outcome: text('outcome', { enum: deliveryOutcomes }).notNull(),
+    statusCode: integer('status_code'),
+    response: text('response'),
+    error: text('error'),
+    durationMs: integer('duration_ms').notNull(),
+  },
+  (table) => [index('notification_attempts_target_idx').on(table.targetId, table.id)],
+);

@@ -1,6 +1,7 @@
 import { and, asc, count, desc, eq, isNotNull, isNull, sql } from 'drizzle-orm';
 import { changes, defineQuery, first, lock, preparedQuery, rows, type Program } from '../run';
 import type { taskInputs, TaskStatus } from '../schema';
+import { eventTask, notify, questionOf } from './notifications';
 
 export type TaskInputRow = typeof taskInputs.$inferSelect;
 export type InputKind = TaskInputRow['kind'];
@@ -43,6 +44,10 @@ export const findOrCreateTaskInput = defineQuery(
         })
         .returning(),
     ))!;
+    if (created.kind === 'elicitation') {
+      const task = yield* first(q.db.select().from(q.t.tasks).where(eq(q.t.tasks.id, input.taskId)));
+      if (task) yield* notify(q, 'task.input_required', task.userId, { task: eventTask(task, 'input_required'), question: questionOf(created) }, now);
+    }
     return { input: created, created: true };
   },
   { transaction: 'immediate' },

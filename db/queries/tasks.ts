@@ -2,6 +2,7 @@ import { and, asc, count, desc, eq, getTableColumns, gt, inArray, isNull, like, 
 import { rowCache } from '../cache';
 import { changes, defineQuery, first, greatest, lock, preparedQuery, rows, type Program, type QueryContext } from '../run';
 import type { taskEvents, tasks, TaskStatus } from '../schema';
+import { endEventOf, eventTask, notify } from './notifications';
 
 export type TaskRow = typeof tasks.$inferSelect;
 export type NewTaskRow = Omit<TaskRow, 'lastUpdatedAt' | 'progress' | 'progressTotal' | 'progressMessage' | 'result' | 'error' | 'attempt'>;
@@ -244,6 +245,8 @@ export const transitionTask = defineQuery(
     });
     if (!updated) return undefined;
     yield* changes(insertTaskEvent(q), { taskId: id, at: now, fromStatus: before?.status ?? null, toStatus: change.to, statusMessage: change.statusMessage, actor: change.actor });
+    const told = endEventOf(change.to);
+    if (told) yield* notify(q, told, updated.userId, { task: eventTask(updated) }, now);
     return updated;
   },
   { transaction: 'immediate' },
@@ -319,9 +322,13 @@ export const listTasksByStatus = defineQuery(function* (q, statuses: readonly Ta
 /** Deletes every task whose ttl has run out (their events go with them). */
 export const deleteExpiredTasks = defineQuery(function* (q, now: number): Program<Array<{ id: string; userId: string }>> {
   const { tasks } = q.t;
-  const deleted = yield* rows(q.db.delete(tasks).where(lte(tasks.expiresAt, now)).returning({ id: tasks.id, userId: tasks.userId }));
-  for (const { userId } of deleted) storedCounts.update(userId, (n) => n - 1);
-  return deleted;
+  const deleted = yield* rows(q.db.delete(tasks).where(lte(tasks.expiresAt, now)).returning());
+  for (const task of deleted) {
+    storedCounts.update(task.userId, (n) => n - 1);
+    // A task that ran out of time still working or waiting on a person ended without a word: say so.
+    if (task.status === 'working' || task.status === 'input_required') yield* notify(q, 'task.expired', task.userId, { task: eventTask(task) }, now);
+  }
+  return deleted.map(({ id, userId }) => ({ id, userId }));
 });
 
 export const listTaskEventsByTaskId = defineQuery(function* (q, taskId: string): Program<TaskEventRow[]> {

@@ -1,0 +1,292 @@
+import { and, asc, desc, eq, gt, inArray, isNull, lt, lte, max, or, sql } from 'drizzle-orm';
+import { changes, defineQuery, first, lock, rows, type Program, type QueryContext } from '../run';
+import type { notificationAttempts, notificationEvents, NotificationEventType, notificationTargets, TaskStatus } from '../schema';
+import type { TaskRow } from './tasks';
+
+export type NotificationEventRow = typeof notificationEvents.$inferSelect;
+export type NotificationTargetRow = typeof notificationTargets.$inferSelect;
+export type NotificationAttemptRow = typeof notificationAttempts.$inferSelect;
+
+/** The task as an event tells of it: enough to write the message after the task itself is gone. */
+export interface EventTask {
+  id: string;
+  tool: string;
+  status: TaskStatus;
+  statusMessage: string | null;
+  client: { name: string | null; version: string | null };
+  protocolVersion: string | null;
+  createdAt: number;
+  arguments: Record<string, unknown>;
+}
+
+/** The question of a task.input_required event, as the person is asked it in the dashboard. */
+export interface EventQuestion {
+  inputId: string;
+  key: string;
+  message: string;
+  /** The form's fields: name, title and JSON Schema type (with its choices, when it has them). */
+  fields: Array<{ name: string; title: string | null; type: string; choices?: string[] }>;
+}
+
+export interface EventPayload {
+  task: EventTask;
+  question?: EventQuestion;
+}
+
+export function eventTask(task: TaskRow, status: TaskStatus = task.status): EventTask {
+  return {
+    id: task.id,
+    tool: task.toolName,
+    status,
+    statusMessage: task.statusMessage,
+    client: { name: task.clientName, version: task.clientVersion },
+    protocolVersion: task.protocolVersion,
+    createdAt: task.createdAt,
+    arguments: task.arguments,
+  };
+}
+
+const endEvents: Partial<Record<TaskStatus, NotificationEventType>> = {
+  completed: 'task.completed',
+  failed: 'task.failed',
+  cancelled: 'task.cancelled',
+};
+
+/** The event a transition to this status is, if any. */
+export function endEventOf(status: TaskStatus): NotificationEventType | undefined {
+  return endEvents[status];
+}
+
+/** Writes an event into the outbox, inside the caller's transaction. */
+export function* recordNotificationEvent(q: QueryContext, type: NotificationEventType, userId: string, payload: EventPayload, now = Date.now()): Program<void> {
+  yield* changes(q.db.insert(q.t.notificationEvents).values({ userId, taskId: payload.task.id, type, payload: payload as unknown as Record<string, unknown>, createdAt: now }));
+}
+
+/** The newest event's id (0 with none): where a new target starts, so that it is told only of what follows. */
+export function* latestEventId(q: QueryContext): Program<number> {
+  const row = yield* first(q.db.select({ id: max(q.t.notificationEvents.id) }).from(q.t.notificationEvents));
+  return Number(row?.id ?? 0);
+}
+
+export const createNotificationTarget = defineQuery(
+  function* (
+    q,
+    target: Pick<NotificationTargetRow, 'userId' | 'channel' | 'address' | 'secret' | 'events' | 'options'>,
+  ): Program<NotificationTargetRow> {
+    const cursor = yield* latestEventId(q);
+    return (yield* first(
+      q.db
+        .insert(q.t.notificationTargets)
+        .values({ ...target, id: crypto.randomUUID(), status: 'active', cursor, createdAt: Date.now() })
+        .returning(),
+    ))!;
+  },
+  { transaction: 'immediate' },
+);
+
+/** A person's targets, or the operator's (every user's) with `null`. */
+export const listNotificationTargets = defineQuery(function* (q, userId: string | null): Program<NotificationTargetRow[]> {
+  const { notificationTargets: targets } = q.t;
+  return yield* rows(
+    q.db
+      .select()
+      .from(targets)
+      .where(userId === null ? isNull(targets.userId) : eq(targets.userId, userId))
+      .orderBy(asc(targets.createdAt)),
+  );
+});
+
+function owned(q: QueryContext, id: string, userId: string | null) {
+  const { notificationTargets: targets } = q.t;
+  return and(eq(targets.id, id), userId === null ? isNull(targets.userId) : eq(targets.userId, userId));
+}
+
+export const getNotificationTarget = defineQuery(function* (q, id: string, userId: string | null): Program<NotificationTargetRow | undefined> {
+  return yield* first(q.db.select().from(q.t.notificationTargets).where(owned(q, id, userId)));
+});
+
+export const deleteNotificationTarget = defineQuery(function* (q, id: string, userId: string | null): Program<boolean> {
+  return (yield* changes(q.db.delete(q.t.notificationTargets).where(owned(q, id, userId)))) > 0;
+});
+
+/** Changes what a target is told of (and, for e-mail, whether details are included). */
+export const updateNotificationTarget = defineQuery(function* (
+  q,
+  id: string,
+  userId: string | null,
+  change: Partial<Pick<NotificationTargetRow, 'events' | 'options'>>,
+): Program<boolean> {
+  return (yield* changes(q.db.update(q.t.notificationTargets).set(change).where(owned(q, id, userId)))) > 0;
+});
+
+/** A failing target tried again from the event it failed on. */
+export const resumeNotificationTarget = defineQuery(function* (q, id: string, userId: string | null): Program<boolean> {
+  return (
+    (yield* changes(
+      q.db
+        .update(q.t.notificationTargets)
+        .set({ status: 'active', attempts: 0, failingSince: null, nextAttemptAt: 0, leaseHolder: null, leaseUntil: null })
+        .where(and(owned(q, id, userId), eq(q.t.notificationTargets.status, 'failing'))),
+    )) > 0
+  );
+});
+
+/** How many of the person's own targets are failing: the dashboard says so on every page. */
+export const countFailingTargets = defineQuery(function* (q, userId: string): Program<number> {
+  const { notificationTargets: targets } = q.t;
+  const found = yield* rows(
+    q.db
+      .select({ id: targets.id })
+      .from(targets)
+      .where(and(eq(targets.userId, userId), eq(targets.status, 'failing'))),
+  );
+  return found.length;
+});
+
+/**
+ * Claims up to `limit` targets that have events after their cursor and are due, for `holder` until
+ * `leaseUntil`: an instance that dies mid-delivery loses its claim when the lease runs out.
+ */
+export const claimDueTargets = defineQuery(
+  function* (q, holder: string, now: number, leaseUntil: number, limit: number): Program<NotificationTargetRow[]> {
+    const { notificationTargets: targets } = q.t;
+    const newest = yield* latestEventId(q);
+    if (newest === 0) return [];
+    const due = and(
+      eq(targets.status, 'active'),
+      lte(targets.nextAttemptAt, now),
+      lt(targets.cursor, newest),
+      or(isNull(targets.leaseUntil), lt(targets.leaseUntil, now)),
+    );
+    const ids = (yield* rows(q.db.select({ id: targets.id }).from(targets).where(due).orderBy(asc(targets.nextAttemptAt)).limit(limit))).map((row) => row.id);
+    if (ids.length === 0) return [];
+    // The condition again: on PostgreSQL another instance may have claimed one since the select.
+    return yield* rows(
+      q.db
+        .update(targets)
+        .set({ leaseHolder: holder, leaseUntil })
+        .where(and(inArray(targets.id, ids), due))
+        .returning(),
+    );
+  },
+  { transaction: 'immediate' },
+);
+
+/** Ends every claim: one process alone on its SQLite file at start, when no other can be delivering. */
+export const releaseNotificationClaims = defineQuery(function* (q): Program<number> {
+  return yield* changes(q.db.update(q.t.notificationTargets).set({ leaseHolder: null, leaseUntil: null }));
+});
+
+/** The events after the target's cursor that it is told of, oldest first, and how far it may move past the others. */
+export const pendingEventsOf = defineQuery(function* (
+  q,
+  target: Pick<NotificationTargetRow, 'userId' | 'cursor' | 'events'>,
+  limit: number,
+): Program<{ events: NotificationEventRow[]; scannedTo: number }> {
+  const { notificationEvents: events } = q.t;
+  const mine = target.userId === null ? undefined : eq(events.userId, target.userId);
+  const wanted = target.events.length > 0 ? inArray(events.type, target.events) : sql`false`;
+  const found = yield* rows(
+    q.db
+      .select()
+      .from(events)
+      .where(and(gt(events.id, target.cursor), mine, wanted))
+      .orderBy(asc(events.id))
+      .limit(limit),
+  );
+  // With nothing to tell, the cursor moves to the newest event the target was not told of.
+  const newest = found.length > 0 ? found.at(-1)!.id : yield* latestEventId(q);
+  return { events: found, scannedTo: Math.max(target.cursor, newest) };
+});
+
+/**
+ * Ends a delivery of `holder`'s claim: moves the cursor, counts the failure or clears it, releases the
+ * claim, and logs the attempt, in one transaction. Changes nothing when the claim was lost (the target was
+ * removed or resumed meanwhile).
+ */
+export const finishDelivery = defineQuery(
+  function* (
+    q,
+    id: string,
+    holder: string,
+    change: Partial<Pick<NotificationTargetRow, 'cursor' | 'attempts' | 'failingSince' | 'lastError' | 'nextAttemptAt' | 'status' | 'windowStart' | 'sentInWindow'>>,
+    attempt?: Omit<NotificationAttemptRow, 'id'>,
+  ): Program<boolean> {
+    const { notificationTargets: targets } = q.t;
+    const held = yield* changes(
+      q.db
+        .update(targets)
+        .set({ ...change, leaseHolder: null, leaseUntil: null })
+        .where(and(eq(targets.id, id), eq(targets.leaseHolder, holder))),
+    );
+    if (held > 0 && attempt) yield* logAttempt(q, attempt);
+    return held > 0;
+  },
+  { transaction: 'immediate' },
+);
+
+/** The delivery log keeps this many attempts per target. */
+export const attemptsKept = 50;
+
+/** Logs an attempt that moved no cursor ("Send test event"). */
+export const recordDeliveryAttempt = defineQuery((q, attempt: Omit<NotificationAttemptRow, 'id'>) => logAttempt(q, attempt), { transaction: 'immediate' });
+
+function* logAttempt(q: QueryContext, attempt: Omit<NotificationAttemptRow, 'id'>): Program<void> {
+  const { notificationAttempts: attempts } = q.t;
+  yield* changes(q.db.insert(attempts).values(attempt));
+  const keepFrom = yield* first(
+    q.db
+      .select({ id: attempts.id })
+      .from(attempts)
+      .where(eq(attempts.targetId, attempt.targetId))
+      .orderBy(desc(attempts.id))
+      .limit(1)
+      .offset(attemptsKept - 1),
+  );
+  if (keepFrom) yield* changes(q.db.delete(attempts).where(and(eq(attempts.targetId, attempt.targetId), lt(attempts.id, keepFrom.id))));
+}
+
+export const listDeliveryAttempts = defineQuery(function* (q, targetId: string, limit: number): Program<NotificationAttemptRow[]> {
+  const { notificationAttempts: attempts } = q.t;
+  return yield* rows(q.db.select().from(attempts).where(eq(attempts.targetId, targetId)).orderBy(desc(attempts.id)).limit(limit));
+});
+
+/** Forgets events older than the retention; a target failing for longer misses them. */
+export const deleteOldNotificationEvents = defineQuery(function* (q, before: number): Program<number> {
+  return yield* changes(q.db.delete(q.t.notificationEvents).where(lt(q.t.notificationEvents.createdAt, before)));
+});
+
+/**
+ * Writes the event when someone is to be told of it: the user has a target, or the operator has one for
+ * every user. A target starts after the newest event, so an event nobody could be told of is not kept.
+ */
+export function* notify(q: QueryContext, type: NotificationEventType, userId: string, payload: EventPayload, now = Date.now()): Program<void> {
+  const { notificationTargets: targets } = q.t;
+  const listening = yield* first(
+    q.db
+      .select({ id: targets.id })
+      .from(targets)
+      .where(or(eq(targets.userId, userId), isNull(targets.userId)))
+      .limit(1),
+  );
+  if (!listening) return;
+  // Events commit in the order of their ids (PostgreSQL hands ids out before commit): a reader that sees
+  // one has seen every earlier one, so moving a cursor past what it read skips nothing still to come.
+  yield* lock(q, 'notification-events');
+  yield* recordNotificationEvent(q, type, userId, payload, now);
+}
+
+/** A form question as an event tells it: its message and its fields' names, titles and types. */
+export function questionOf(input: { id: string; key: string; request: Record<string, unknown> }): EventQuestion {
+  const request = input.request as { message?: unknown; requestedSchema?: { properties?: Record<string, Record<string, unknown>> } };
+  const properties = request.requestedSchema?.properties ?? {};
+  return {
+    inputId: input.id,
+    key: input.key,
+    message: typeof request.message === 'string' ? request.message : '',
+    fields: Object.entries(properties).map(([name, schema]) => {
+      const choices = Array.isArray(schema.enum) ? schema.enum.map(String) : Array.isArray(schema.oneOf) ? schema.oneOf.map((option) => String((option as { const?: unknown }).const)) : undefined;
+      return { name, title: typeof schema.title === 'string' ? schema.title : null, type: String(schema.type ?? 'string'), ...(choices ? { choices } : {}) };
+    }),
+  };
+}

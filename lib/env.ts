@@ -63,6 +63,17 @@ const envSchema = z
     // Long enough for the person to come back to the browser tab; short enough that junk does not pile up.
     OAUTH_UNUSED_CLIENT_TTL_SECONDS: z.coerce.number().int().min(10 * 60).default(24 * 60 * 60),
     OAUTH_CLIENT_METADATA_PRIVATE_HOSTS: z.string().default(''),
+    // Telling people: e-mail through this SMTP server (off when unset), webhooks, and how hard to try.
+    SMTP_URL: z
+      .url({ protocol: /^smtps?$/, error: 'must be an smtp:// or smtps:// URL' })
+      .optional(),
+    SMTP_FROM: z.string().min(3).optional(),
+    NOTIFY_PRIVATE_HOSTS: z.string().default(''),
+    WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+    NOTIFY_RETRY_BASE_MS: z.coerce.number().int().min(10).max(10 * 60_000).default(5_000),
+    NOTIFY_RETRY_WINDOW_MS: z.coerce.number().int().min(100).default(24 * 60 * 60 * 1000),
+    NOTIFY_MAX_PER_MINUTE: z.coerce.number().int().min(1).max(600).default(4),
+    NOTIFY_EVENT_RETENTION_MS: positiveInt(7 * 24 * 60 * 60 * 1000),
   })
   .refine((env) => env.TASK_DEFAULT_TTL_MS <= env.TASK_MAX_TTL_MS, {
     path: ['TASK_DEFAULT_TTL_MS'],
@@ -77,7 +88,7 @@ const envSchema = z
   });
 
 type ParsedEnv = z.infer<typeof envSchema>;
-export type Env = Omit<ParsedEnv, 'ALLOW_SIGNUP' | 'TRUST_PROXY' | 'OAUTH_CLIENT_METADATA_PRIVATE_HOSTS'> & {
+export type Env = Omit<ParsedEnv, 'ALLOW_SIGNUP' | 'TRUST_PROXY' | 'OAUTH_CLIENT_METADATA_PRIVATE_HOSTS' | 'NOTIFY_PRIVATE_HOSTS'> & {
   APP_URL: string;
   allowedOrigins: string[];
   allowSignup: boolean;
@@ -85,6 +96,8 @@ export type Env = Omit<ParsedEnv, 'ALLOW_SIGNUP' | 'TRUST_PROXY' | 'OAUTH_CLIENT
   trustProxy: boolean;
   /** Hosts whose client metadata documents may be fetched from private or loopback addresses. */
   oauthMetadataPrivateHosts: string[];
+  /** Hosts webhooks may be delivered to on private or loopback addresses (and over plain http). */
+  notifyPrivateHosts: string[];
 };
 
 /** Addresses only this machine can reach: listening there over http exposes nothing. */
@@ -110,11 +123,23 @@ export function parseEnv(source: Record<string, string | undefined>): Env {
   const allowedOrigins = env.ALLOWED_ORIGINS.split(',')
     .map((origin) => origin.trim().replace(/\/+$/, ''))
     .filter(Boolean);
-  const { ALLOW_SIGNUP, TRUST_PROXY, OAUTH_CLIENT_METADATA_PRIVATE_HOSTS, ...rest } = env;
-  const oauthMetadataPrivateHosts = OAUTH_CLIENT_METADATA_PRIVATE_HOSTS.split(',')
+  const { ALLOW_SIGNUP, TRUST_PROXY, OAUTH_CLIENT_METADATA_PRIVATE_HOSTS, NOTIFY_PRIVATE_HOSTS, ...rest } = env;
+  return {
+    ...rest,
+    APP_URL: appUrl,
+    allowedOrigins,
+    allowSignup: ALLOW_SIGNUP,
+    trustProxy: TRUST_PROXY,
+    oauthMetadataPrivateHosts: hostList(OAUTH_CLIENT_METADATA_PRIVATE_HOSTS),
+    notifyPrivateHosts: hostList(NOTIFY_PRIVATE_HOSTS),
+  };
+}
+
+function hostList(value: string): string[] {
+  return value
+    .split(',')
     .map((host) => host.trim().toLowerCase())
     .filter(Boolean);
-  return { ...rest, APP_URL: appUrl, allowedOrigins, allowSignup: ALLOW_SIGNUP, trustProxy: TRUST_PROXY, oauthMetadataPrivateHosts };
 }
 
 const globalForEnv = globalThis as unknown as { __mcpTaskServerEnv?: Env };

@@ -14,10 +14,14 @@ import { SessionStreams } from '@/lib/mcp/legacy/session-streams';
 import { createInProcessBus, topics, type EventBus } from '@/lib/tasks/bus';
 import { createSharedBus } from '@/lib/tasks/shared-bus';
 import { TaskEngine } from '@/lib/tasks/engine';
+import { Notifier } from '@/lib/notify/notifier';
+import { deleteOldNotificationEvents } from '@/db/queries/notifications';
+import { createTransport } from 'nodemailer';
 
 export interface Runtime {
   engine: TaskEngine;
   mcp: McpContext;
+  notifier: Notifier;
 }
 
 const globalForRuntime = globalThis as unknown as { __mcpTaskServerRuntime?: Runtime };
@@ -54,8 +58,28 @@ export function getRuntime(): Runtime {
     if (!event.remote) streams.notifyTaskEvents(event);
   });
   logTaskEnds(bus);
+  const notifier = new Notifier(
+    {
+      instanceId,
+      appUrl: env.APP_URL,
+      privateHosts: env.notifyPrivateHosts,
+      webhookTimeoutMs: env.WEBHOOK_TIMEOUT_MS,
+      retryBaseMs: env.NOTIFY_RETRY_BASE_MS,
+      retryWindowMs: env.NOTIFY_RETRY_WINDOW_MS,
+      maxPerMinute: env.NOTIFY_MAX_PER_MINUTE,
+      alone: !env.DATABASE_URL,
+      mail: env.SMTP_URL
+        ? {
+            transport: createTransport({ url: env.SMTP_URL, connectionTimeout: env.WEBHOOK_TIMEOUT_MS, greetingTimeout: env.WEBHOOK_TIMEOUT_MS, socketTimeout: env.WEBHOOK_TIMEOUT_MS }),
+            from: env.SMTP_FROM ?? `MCP Task Server <notifications@${new URL(env.APP_URL).hostname}>`,
+          }
+        : undefined,
+    },
+    bus,
+  );
   const runtime: Runtime = {
     engine,
+    notifier,
     mcp: {
       engine,
       streams,
@@ -100,6 +124,7 @@ export function getRuntime(): Runtime {
           console.error(`Giving back the places of this instance's streams failed; they stop counting within ${streamPlaceTtlMs / 1000} s`, error),
         ),
       ]).then(() => {});
+      notifier.stop();
       abortRequestsInFlight();
       closeAllStreams();
     });
@@ -223,6 +248,7 @@ async function sweep(engine: TaskEngine, streams: SessionStreams, env: ReturnTyp
     for (const sessionId of await endIdleMcpSessions(Date.now() - env.SESSION_IDLE_TIMEOUT_MS, inUse)) forgetAnsweredCopies(sessionId);
     await deleteEndedMcpSessions();
     await deleteLapsedStreamPlaces();
+    await deleteOldNotificationEvents(Date.now() - env.NOTIFY_EVENT_RETENTION_MS);
   } catch (error) {
     console.error('TTL sweep failed', error);
   } finally {

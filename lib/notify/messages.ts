@@ -1,0 +1,104 @@
+import type { EventPayload, NotificationEventRow } from '@/db/queries/notifications';
+import type { NotificationEventType } from '@/db/schema';
+
+/** What each event is called where a person chooses it. */
+export const eventLabels: Record<NotificationEventType, string> = {
+  'task.input_required': 'A task asks me a question',
+  'task.completed': 'A task completed',
+  'task.failed': 'A task failed',
+  'task.cancelled': 'A task was cancelled',
+  'task.expired': 'A task expired before it ended',
+};
+
+export const questionEvents: NotificationEventType[] = ['task.input_required'];
+export const endEvents: NotificationEventType[] = ['task.completed', 'task.failed', 'task.cancelled', 'task.expired'];
+
+export const taskPageUrl = (appUrl: string, taskId: string) => `${appUrl}/tasks/${encodeURIComponent(taskId)}`;
+
+/**
+ * A webhook's JSON body, in the Standard Webhooks shape (`type`, `timestamp`, `data`): the task, its
+ * status, the question when there is one and where to answer it. The tool's arguments are not sent.
+ */
+export function webhookBody(event: Pick<NotificationEventRow, 'id' | 'type' | 'createdAt' | 'payload'>, appUrl: string): Record<string, unknown> {
+  const { task, question } = event.payload as unknown as EventPayload;
+  const url = taskPageUrl(appUrl, task.id);
+  return {
+    type: event.type,
+    timestamp: new Date(event.createdAt).toISOString(),
+    data: {
+      taskId: task.id,
+      status: task.status,
+      statusMessage: task.statusMessage,
+      tool: task.tool,
+      client: task.client,
+      protocolVersion: task.protocolVersion,
+      createdAt: new Date(task.createdAt).toISOString(),
+      url,
+      ...(question ? { question: { key: question.key, message: question.message, fields: question.fields, answerUrl: url } } : {}),
+    },
+  };
+}
+
+/** The body of "Send test event": shaped like the real ones, naming no task. */
+export function testWebhookBody(appUrl: string): Record<string, unknown> {
+  return { type: 'webhook.test', timestamp: new Date().toISOString(), data: { message: 'A test event from the dashboard: this endpoint is reachable and verifies signatures.', url: `${appUrl}/notifications` } };
+}
+
+const clientName = (task: EventPayload['task']) => (task.client.name ? `${task.client.name}${task.client.version ? ` ${task.client.version}` : ''}` : 'an MCP client');
+
+const shorten = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+
+function describe(type: NotificationEventType, payload: EventPayload): string {
+  const { task, question } = payload;
+  switch (type) {
+    case 'task.input_required':
+      return `“${task.tool}” asks: ${question?.message || 'a question'}`;
+    case 'task.completed':
+      return `“${task.tool}” completed`;
+    case 'task.failed':
+      return `“${task.tool}” failed`;
+    case 'task.cancelled':
+      return `“${task.tool}” was cancelled`;
+    case 'task.expired':
+      return `“${task.tool}” expired before it ended`;
+  }
+}
+
+export interface Email {
+  subject: string;
+  text: string;
+}
+
+/**
+ * One e-mail for one event, or a digest for several. It says what the task asks (or how it ended), which
+ * client started it, and links to the task's page; the tool's arguments and the form's fields only with
+ * `includeDetails`.
+ */
+export function composeEmail(events: Array<Pick<NotificationEventRow, 'type' | 'payload'>>, appUrl: string, includeDetails: boolean): Email {
+  const told = events.map((event) => ({ type: event.type, payload: event.payload as unknown as EventPayload }));
+  const footer = `\n\nChoose what you are told of at ${appUrl}/notifications`;
+  if (told.length === 1) {
+    const [{ type, payload }] = told;
+    const { task, question } = payload;
+    const lines = [
+      type === 'task.input_required' ? 'A task needs your answer.' : describe(type, payload) + '.',
+      '',
+      ...(question ? [`Question: ${question.message}`] : []),
+      `Tool: ${task.tool}`,
+      `Started by: ${clientName(task)}`,
+      `Started: ${new Date(task.createdAt).toUTCString()}`,
+      '',
+      `${question ? 'Answer it' : 'See it'} here: ${taskPageUrl(appUrl, task.id)}`,
+    ];
+    if (includeDetails) {
+      if (question && question.fields.length > 0) lines.push('', 'Fields:', ...question.fields.map((field) => `  ${field.title ?? field.name} (${field.type}${field.choices ? `: ${field.choices.join(', ')}` : ''})`));
+      lines.push('', 'Arguments:', JSON.stringify(task.arguments, null, 2));
+    }
+    return { subject: shorten(describe(type, payload), 140), text: lines.join('\n') + footer };
+  }
+  const asking = told.filter((event) => event.type === 'task.input_required').length;
+  const subject = asking > 0 ? `${asking} ${asking === 1 ? 'task needs' : 'tasks need'} you, ${told.length - asking} ended` : `${told.length} tasks ended`;
+  const lines = [`${told.length} things happened to your tasks:`, ''];
+  for (const { type, payload } of told) lines.push(`- ${describe(type, payload)} (started by ${clientName(payload.task)})`, `  ${taskPageUrl(appUrl, payload.task.id)}`);
+  return { subject, text: lines.join('\n') + footer };
+}

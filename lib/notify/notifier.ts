@@ -1,0 +1,233 @@
+import type { Transporter } from 'nodemailer';
+import { Webhook } from 'standardwebhooks';
+import {
+  claimDueTargets,
+  finishDelivery,
+  releaseNotificationClaims,
+  pendingEventsOf,
+  recordDeliveryAttempt,
+  type NotificationEventRow,
+  type NotificationTargetRow,
+} from '@/db/queries/notifications';
+import { topics, type EventBus } from '@/lib/tasks/bus';
+import { composeEmail, testWebhookBody, webhookBody } from './messages';
+import { postOutbound, RefusedAddressError } from './outbound';
+
+export interface NotifierConfig {
+  instanceId: string;
+  appUrl: string;
+  privateHosts: readonly string[];
+  webhookTimeoutMs: number;
+  retryBaseMs: number;
+  retryWindowMs: number;
+  /** E-mails per target per minute; what arrives beyond goes in one digest when the minute is over. */
+  maxPerMinute: number;
+  /** One process alone on its database (SQLite): claims left by a previous process are its own to end. */
+  alone: boolean;
+  mail?: { transport: Pick<Transporter, 'sendMail'>; from: string };
+}
+
+/** What one attempt came to. */
+interface Outcome {
+  ok: boolean;
+  /** Not worth retrying: the address may not be reached. */
+  refused?: boolean;
+  statusCode?: number;
+  response?: string;
+  error?: string;
+}
+
+/** Targets claimed per round, and rounds per wake-up (the rest wait for the next). */
+const claimBatch = 20;
+const roundsPerWake = 20;
+/** Events one e-mail digest carries at most. */
+const digestSize = 20;
+const minuteMs = 60_000;
+/** How often due retries are looked for when nothing wakes the notifier. */
+const scanIntervalMs = 1_000;
+
+/** Retries wait base, 4×, 16×… of NOTIFY_RETRY_BASE_MS, at most an hour, with a fifth of jitter. */
+export function retryDelayMs(attempts: number, baseMs: number): number {
+  const delay = Math.min(baseMs * 4 ** Math.max(0, attempts - 1), 60 * minuteMs);
+  return Math.round(delay * (0.9 + Math.random() * 0.2));
+}
+
+/**
+ * Delivers the outbox to every target from its cursor: claims due targets (a lease, so that instances
+ * sharing PostgreSQL do not deliver the same event together), sends, moves the cursor only once the
+ * receiver took it. A webhook gets one event at a time, in order; an e-mail target gets what is pending,
+ * as a digest when there are several. Failures retry with backoff for NOTIFY_RETRY_WINDOW_MS, then the
+ * target is marked failing until its person resumes it.
+ */
+export class Notifier {
+  private running = false;
+  private again = false;
+  private stopped = false;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly config: NotifierConfig,
+    bus: EventBus,
+  ) {
+    // Events are written with the changes that cause them; these are the changes that may have written one.
+    bus.subscribe(topics.allTasks, (event) => {
+      if ((event.type === 'task-changed' && event.transition) || event.type === 'input-changed' || event.type === 'task-deleted') this.wake();
+    });
+    this.timer = setInterval(() => this.wake(), scanIntervalMs);
+    this.timer.unref();
+    if (config.alone) {
+      this.running = true;
+      void releaseNotificationClaims()
+        .catch((error: unknown) => console.error('Releasing the claims of the last process failed; they end with their leases', error))
+        .finally(() => {
+          this.running = false;
+          this.wake();
+        });
+    }
+  }
+
+  /** Delivers what is due now; a call while a delivery round runs makes it go round once more. */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = true;
+    this.again = false;
+    void this.deliverDue()
+      .catch((error: unknown) => console.error('Delivering notifications failed', error))
+      .finally(() => {
+        this.running = false;
+        if (this.again) this.wake();
+      });
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearInterval(this.timer);
+  }
+
+  private async deliverDue(): Promise<void> {
+    // A claim outlives the longest delivery (an e-mail's connection and socket timeouts are the webhooks'),
+    // so that a live instance never loses one mid-send.
+    const leaseMs = this.config.webhookTimeoutMs * 2 + 5_000;
+    for (let round = 0; round < roundsPerWake && !this.stopped; round++) {
+      const now = Date.now();
+      const claimed = await claimDueTargets(this.config.instanceId, now, now + leaseMs, claimBatch);
+      if (claimed.length === 0) return;
+      await Promise.all(claimed.map((target) => this.serve(target)));
+    }
+  }
+
+  private async serve(target: NotificationTargetRow): Promise<void> {
+    const holder = this.config.instanceId;
+    try {
+      const email = target.channel === 'email';
+      if (email && !this.config.mail) {
+        // E-mail was switched off by the operator: hold the events until it is back.
+        await finishDelivery(target.id, holder, { nextAttemptAt: Date.now() + minuteMs });
+        return;
+      }
+      const { events, scannedTo } = await pendingEventsOf(target, email ? digestSize : 1);
+      if (events.length === 0) {
+        await finishDelivery(target.id, holder, { cursor: scannedTo });
+        return;
+      }
+      const now = Date.now();
+      const window = now - target.windowStart < minuteMs ? { start: target.windowStart, sent: target.sentInWindow } : { start: now, sent: 0 };
+      if (email && window.sent >= this.config.maxPerMinute) {
+        await finishDelivery(target.id, holder, { nextAttemptAt: window.start + minuteMs });
+        return;
+      }
+      const started = Date.now();
+      const messageId = email ? `email_${events[0].id}_${events.at(-1)!.id}` : `evt_${events[0].id}`;
+      const outcome = email ? await this.sendEmail(target, events) : await this.sendWebhook(target, messageId, webhookBody(events[0], this.config.appUrl));
+      const attempt = target.attempts + 1;
+      const log = {
+        targetId: target.id,
+        messageId,
+        eventType: email && events.length > 1 ? 'digest' : events[0].type,
+        events: events.length,
+        attempt,
+        at: started,
+        statusCode: outcome.statusCode ?? null,
+        response: outcome.response?.slice(0, 500) ?? null,
+        error: outcome.error ?? null,
+        durationMs: Date.now() - started,
+      };
+      if (outcome.ok) {
+        await finishDelivery(
+          target.id,
+          holder,
+          { cursor: events.at(-1)!.id, attempts: 0, failingSince: null, lastError: null, nextAttemptAt: 0, windowStart: window.start, sentInWindow: window.sent + 1 },
+          { ...log, outcome: 'delivered' },
+        );
+        return;
+      }
+      const failingSince = target.failingSince ?? started;
+      const giveUp = outcome.refused || Date.now() - failingSince >= this.config.retryWindowMs;
+      const lastError = outcome.error ?? `HTTP ${outcome.statusCode}`;
+      await finishDelivery(
+        target.id,
+        holder,
+        giveUp
+          ? { status: 'failing', attempts: attempt, failingSince, lastError }
+          : { attempts: attempt, failingSince, lastError, nextAttemptAt: Date.now() + retryDelayMs(attempt, this.config.retryBaseMs) },
+        { ...log, outcome: outcome.refused ? 'refused' : giveUp ? 'failed' : 'retrying' },
+      );
+    } catch (error) {
+      console.error(`Delivering to notification target ${target.id} failed`, error);
+    }
+  }
+
+  private async sendWebhook(target: Pick<NotificationTargetRow, 'address' | 'secret'>, messageId: string, body: Record<string, unknown>): Promise<Outcome> {
+    const payload = JSON.stringify(body);
+    const timestamp = new Date();
+    const signature = new Webhook(target.secret!).sign(messageId, timestamp, payload);
+    try {
+      const response = await postOutbound(
+        target.address,
+        payload,
+        { 'webhook-id': messageId, 'webhook-timestamp': String(Math.floor(timestamp.getTime() / 1000)), 'webhook-signature': signature },
+        { timeoutMs: this.config.webhookTimeoutMs, privateHosts: this.config.privateHosts },
+      );
+      const ok = response.status >= 200 && response.status < 300;
+      return { ok, statusCode: response.status, response: response.body, ...(ok ? {} : { error: `HTTP ${response.status}` }) };
+    } catch (error) {
+      return { ok: false, refused: error instanceof RefusedAddressError, error: error instanceof Error ? error.message : String(error) };
+    }
+  }
+
+  private async sendEmail(target: NotificationTargetRow, events: NotificationEventRow[]): Promise<Outcome> {
+    const mail = this.config.mail!;
+    const message = composeEmail(events, this.config.appUrl, target.options.includeDetails === true);
+    try {
+      const info = (await mail.transport.sendMail({ from: mail.from, to: target.address, subject: message.subject, text: message.text })) as { response?: string };
+      return { ok: true, response: info.response };
+    } catch (error) {
+      return { ok: false, error: error instanceof Error ? error.message : String(error) };
+    }
+  }
+
+  /** "Send test event": one signed delivery now, outside the outbox, logged like the others. */
+  async sendTestEvent(target: NotificationTargetRow): Promise<{ ok: boolean; detail: string }> {
+    const messageId = `test_${crypto.randomUUID()}`;
+    const started = Date.now();
+    const outcome = await this.sendWebhook(target, messageId, testWebhookBody(this.config.appUrl));
+    await recordDeliveryAttempt({
+      targetId: target.id,
+      messageId,
+      eventType: 'webhook.test',
+      events: 1,
+      attempt: 1,
+      at: started,
+      outcome: outcome.ok ? 'delivered' : outcome.refused ? 'refused' : 'failed',
+      statusCode: outcome.statusCode ?? null,
+      response: outcome.response?.slice(0, 500) ?? null,
+      error: outcome.error ?? null,
+      durationMs: Date.now() - started,
+    });
+    return { ok: outcome.ok, detail: outcome.ok ? `HTTP ${outcome.statusCode}` : (outcome.error ?? 'failed') };
+  }
+}

@@ -1,0 +1,65 @@
+import { randomBytes } from 'node:crypto';
+import net from 'node:net';
+import { z } from 'zod';
+import { createNotificationTarget, deleteNotificationTarget, listNotificationTargets, updateNotificationTarget, type NotificationTargetRow } from '@/db/queries/notifications';
+import { notificationEventTypes, type NotificationEventType } from '@/db/schema';
+import { bareHost, isPublicAddress } from './outbound';
+
+/** A person (or the operator, for every user) may have this many webhooks. */
+export const maxWebhooksPerOwner = 10;
+
+export const eventTypesSchema = z.array(z.enum(notificationEventTypes)).min(1, 'Choose at least one event.').max(notificationEventTypes.length);
+
+/** A Standard Webhooks secret: `whsec_` and 32 random bytes in base64. */
+export function newWebhookSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64')}`;
+}
+
+/**
+ * A webhook URL people may give: https (http only for a host the operator allows), no credentials in
+ * it, and not an address this server must not reach. Names that resolve to such an address are refused
+ * at delivery, where the address is known.
+ */
+export function checkWebhookUrl(raw: string, privateHosts: readonly string[]): { url: string } | { error: string } {
+  const text = raw.trim();
+  if (text.length === 0) return { error: 'Give the URL the events are sent to.' };
+  if (text.length > 2000) return { error: 'Use a URL of at most 2000 characters.' };
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return { error: 'That is not a URL: give one like https://example.com/hooks/tasks.' };
+  }
+  const host = bareHost(url.hostname);
+  const allowed = privateHosts.includes(host);
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && allowed)) return { error: 'Use an https:// URL: events name your tasks and their questions.' };
+  if (url.username || url.password) return { error: 'Put no user name or password in the URL: every delivery is signed with the endpoint’s secret instead.' };
+  if (!allowed && (host === 'localhost' || host.endsWith('.localhost') || (net.isIP(host) && !isPublicAddress(host)))) {
+    return { error: `${url.hostname} is a private, loopback or link-local address: events go only to public addresses.` };
+  }
+  return { url: url.toString() };
+}
+
+export async function addWebhook(
+  userId: string | null,
+  input: { url: string; events: NotificationEventType[] },
+  privateHosts: readonly string[],
+): Promise<{ target: NotificationTargetRow } | { error: string }> {
+  const checked = checkWebhookUrl(input.url, privateHosts);
+  if ('error' in checked) return checked;
+  const events = eventTypesSchema.safeParse(input.events);
+  if (!events.success) return { error: events.error.issues[0].message };
+  const existing = (await listNotificationTargets(userId)).filter((target) => target.channel === 'webhook');
+  if (existing.length >= maxWebhooksPerOwner) return { error: `You have ${existing.length} webhooks, the most allowed: remove one first.` };
+  const target = await createNotificationTarget({ userId, channel: 'webhook', address: checked.url, secret: newWebhookSecret(), events: events.data, options: {} });
+  return { target };
+}
+
+/** Turns a person's e-mail on with these events (or changes them); no events turns it off, forgetting its place. */
+export async function setEmailPreferences(user: { id: string; email: string }, events: NotificationEventType[], includeDetails: boolean): Promise<void> {
+  const current = (await listNotificationTargets(user.id)).find((target) => target.channel === 'email');
+  if (current && events.length === 0) await deleteNotificationTarget(current.id, user.id);
+  else if (current) await updateNotificationTarget(current.id, user.id, { events, options: { includeDetails } });
+  else if (events.length > 0)
+    await createNotificationTarget({ userId: user.id, channel: 'email', address: user.email, secret: null, events, options: { includeDetails } });
+}

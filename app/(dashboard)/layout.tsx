@@ -4,12 +4,14 @@ import { SignOutEverywhereButton } from '@/components/auth/sign-out-everywhere-b
 import { LiveRefresh } from '@/components/tasks/live-refresh';
 import { NavLink } from '@/components/ui/nav-link';
 import { getRuntime } from '@/lib/runtime';
+import { countFailingTargets } from '@/db/queries/notifications';
 import { getCurrentUser } from '@/lib/auth/session';
 
 export default async function DashboardLayout({ children }: { children: React.ReactNode }) {
   // Each page checks the session itself too; this only fills the header.
   const user = await getCurrentUser();
   const waiting = user ? await getRuntime().engine.inputs.countWaitingForUser(user.id) : 0;
+  const failingWebhooks = user ? await countFailingTargets(user.id) : 0;
   return (
     <div className="min-h-screen bg-zinc-50 dark:bg-zinc-950">
       <header className="border-b border-zinc-200 bg-white dark:border-zinc-800 dark:bg-zinc-900">
@@ -29,6 +31,7 @@ export default async function DashboardLayout({ children }: { children: React.Re
             </NavLink>
             <NavLink href="/tokens">Tokens</NavLink>
             <NavLink href="/apps">Connected apps</NavLink>
+            <NavLink href="/notifications">Notifications</NavLink>
             <NavLink href="/connect">Connect</NavLink>
           </nav>
           {user && (
@@ -43,6 +46,16 @@ export default async function DashboardLayout({ children }: { children: React.Re
           )}
         </div>
       </header>
+      {failingWebhooks > 0 && (
+        <div role="alert" className="border-b border-red-200 bg-red-50 text-sm text-red-900 dark:border-red-900 dark:bg-red-950 dark:text-red-200">
+          <p className="mx-auto max-w-6xl px-4 py-2">
+            {failingWebhooks === 1 ? 'A webhook of yours is failing' : `${failingWebhooks} webhooks of yours are failing`}: events wait for it.{' '}
+            <Link href="/notifications" className="font-medium underline">
+              See and resume it
+            </Link>
+          </p>
+        </div>
+      )}
       <main className="mx-auto max-w-6xl px-4 py-6 sm:py-8">{children}</main>
     </div>
   );

@@ -1,0 +1,84 @@
+'use server';
+
+import { revalidatePath } from 'next/cache';
+import { z } from 'zod';
+import { deleteNotificationTarget, getNotificationTarget, resumeNotificationTarget } from '@/db/queries/notifications';
+import { notificationEventTypes } from '@/db/schema';
+import { getEnv } from '@/lib/env';
+import { addWebhook, setEmailPreferences } from '@/lib/notify/targets';
+import { getRuntime } from '@/lib/runtime';
+import { formActionArguments, validatedActionWithUser } from '@/lib/validated-action';
+
+const sessionExpired = 'Your session has expired. Sign in again to change notifications.';
+const unreadable = 'The form could not be read; reload the page.';
+
+/** The event types ticked in a form; anything else posted is refused. */
+function chosenEvents(form: FormData) {
+  return z.array(z.enum(notificationEventTypes)).safeParse(form.getAll('events'));
+}
+
+export type SaveEmailState = { saved?: boolean; error?: string };
+
+export const saveEmailAction = validatedActionWithUser(
+  formActionArguments,
+  { signedOut: { error: sessionExpired } as SaveEmailState, invalid: { error: unreadable } as SaveEmailState },
+  async (user, _previous, form): Promise<SaveEmailState> => {
+    if (!getEnv().SMTP_URL) return { error: 'E-mail is off on this server: its operator has not set SMTP_URL.' };
+    const events = chosenEvents(form);
+    if (!events.success) return { error: unreadable };
+    await setEmailPreferences(user, events.data, form.get('includeDetails') === 'on');
+    revalidatePath('/notifications');
+    return { saved: true };
+  },
+);
+
+export type AddWebhookState = { secret?: string; url?: string; error?: string };
+
+export const addWebhookAction = validatedActionWithUser(
+  formActionArguments,
+  { signedOut: { error: sessionExpired } as AddWebhookState, invalid: { error: unreadable } as AddWebhookState },
+  async (user, _previous, form): Promise<AddWebhookState> => {
+    const events = chosenEvents(form);
+    if (!events.success) return { error: unreadable };
+    const added = await addWebhook(user.id, { url: String(form.get('url') ?? ''), events: events.data }, getEnv().notifyPrivateHosts);
+    if ('error' in added) return { error: added.error };
+    revalidatePath('/notifications');
+    return { secret: added.target.secret!, url: added.target.address };
+  },
+);
+
+const notFound = 'This webhook does not exist any more.';
+const webhookId = z.tuple([z.string().max(100)]);
+
+export const removeWebhookAction = validatedActionWithUser(
+  webhookId,
+  { signedOut: { error: sessionExpired } as { error?: string }, invalid: { error: notFound } as { error?: string } },
+  async (user, id): Promise<{ error?: string }> => {
+    if (!(await deleteNotificationTarget(id, user.id))) return { error: notFound };
+    revalidatePath('/notifications');
+    return {};
+  },
+);
+
+export const resumeWebhookAction = validatedActionWithUser(
+  webhookId,
+  { signedOut: { error: sessionExpired } as { error?: string }, invalid: { error: notFound } as { error?: string } },
+  async (user, id): Promise<{ error?: string }> => {
+    if (!(await resumeNotificationTarget(id, user.id))) return { error: 'This webhook is not failing, or does not exist any more.' };
+    getRuntime().notifier.wake();
+    revalidatePath('/notifications');
+    return {};
+  },
+);
+
+export const testWebhookAction = validatedActionWithUser(
+  webhookId,
+  { signedOut: { error: sessionExpired } as { error?: string; result?: string }, invalid: { error: notFound } as { error?: string; result?: string } },
+  async (user, id): Promise<{ error?: string; result?: string }> => {
+    const target = await getNotificationTarget(id, user.id);
+    if (!target || target.channel !== 'webhook') return { error: notFound };
+    const sent = await getRuntime().notifier.sendTestEvent(target);
+    revalidatePath('/notifications');
+    return sent.ok ? { result: `Delivered: ${sent.detail}` } : { error: `Not delivered: ${sent.detail}` };
+  },
+);

@@ -234,3 +234,13 @@ export async function advanceClock(server: TestServer, byMs: number): Promise<vo
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }
+
+/** Runs one of the project's command-line scripts (scripts/<name>.ts) against the server's database. */
+export function runScript(server: TestServer, script: string, args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const result = spawnSync(process.execPath, [tsxCli, `scripts/${script}.ts`, ...args], {
+    cwd: root,
+    env: { ...process.env, ...server.env },
+    encoding: 'utf8',
+  });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}

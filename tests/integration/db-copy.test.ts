@@ -10,13 +10,27 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectSdkClient, RawMcp, sleep } from '../helpers/mcp';
 import { BrowserSession, pkcePair, publicClientMetadata, registerClient, tokenRequest } from '../helpers/oauth';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
-import { createToken, startServer, type TestServer } from '../helpers/server';
+import { createToken, runScript, startServer, type TestServer } from '../helpers/server';
 
 const root = path.resolve(__dirname, '..', '..');
 const tsxCli = path.join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs');
 const password = 'correct horse battery staple';
 const redirectUri = 'http://127.0.0.1:53682/callback';
-const tables = ['users', 'linked_accounts', 'access_tokens', 'mcp_sessions', 'session_messages', 'tasks', 'task_events', 'task_inputs', 'oauth_records', 'oauth_consents'];
+const tables = [
+  'users',
+  'linked_accounts',
+  'access_tokens',
+  'mcp_sessions',
+  'session_messages',
+  'tasks',
+  'task_events',
+  'task_inputs',
+  'oauth_records',
+  'oauth_consents',
+  'notification_events',
+  'notification_targets',
+  'notification_attempts',
+];
 
 let folder: string;
 let sqlitePath: string;
@@ -98,6 +112,10 @@ async function makeData(server: TestServer): Promise<void> {
     encoding: 'utf8',
   });
   if (setPassword.status !== 0) throw new Error(setPassword.stderr);
+  // A webhook nothing listens on: its events wait in the outbox and its failed attempts are logged.
+  const webhook = runScript(server, 'webhook', ['add', '--email', 'ada@example.com', '--url', 'http://127.0.0.1:9/hooks']);
+  if (webhook.status !== 0) throw new Error(webhook.stderr);
+  secrets.push(/^secret: (.+)$/m.exec(webhook.stdout)![1]);
 
   const mcp = new RawMcp(server.mcpUrl, token);
   await mcp.initialize('2025-11-25', { elicitation: { form: {} } });
@@ -144,6 +162,10 @@ async function makeData(server: TestServer): Promise<void> {
   secrets.push(code, tokens.body.access_token, tokens.body.refresh_token);
   // Let the last progress and status writes land before the server stops.
   await sleep(300);
+  for (let waited = 0; (server.db().prepare('SELECT count(*) AS n FROM notification_attempts').get() as { n: number }).n === 0; waited += 100) {
+    if (waited > 10_000) throw new Error('No delivery was attempted to the webhook');
+    await sleep(100);
+  }
 }
 
 beforeAll(async () => {
@@ -153,7 +175,7 @@ beforeAll(async () => {
   target = withPassword(database.url);
   secrets.push(new URL(target).password);
   // npm start's server: it alone serves the authorization server, and the copy is not about /mcp (the file runs in one pass).
-  const server = await startServer({ DATABASE_PATH: sqlitePath }, 'production-server');
+  const server = await startServer({ DATABASE_PATH: sqlitePath, NOTIFY_PRIVATE_HOSTS: '127.0.0.1', NOTIFY_RETRY_BASE_MS: '100' }, 'production-server');
   try {
     await makeData(server);
   } finally {
@@ -189,7 +211,7 @@ describe('npm run db:copy', () => {
     for (const table of tables) {
       expect(copy.stdout).toContain(`  ${table}: ${sqliteRows(table).length} rows\n`);
     }
-    expect(copy.stdout).toMatch(/^Copied 10 tables, \d+ rows; every table has as many rows in PostgreSQL as in SQLite\.$/m);
+    expect(copy.stdout).toMatch(/^Copied 13 tables, \d+ rows; every table has as many rows in PostgreSQL as in SQLite\.$/m);
     await expectSameRows(database.url);
     expect(fs.readFileSync(sqlitePath).equals(fileBefore)).toBe(true);
 

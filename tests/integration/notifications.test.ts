@@ -1,0 +1,315 @@
+import dns from 'node:dns/promises';
+import os from 'node:os';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Webhook } from 'standardwebhooks';
+import { callServerAction, setPassword, signIn } from '../helpers/dashboard';
+import { RawMcp } from '../helpers/mcp';
+import { MailSink, readMail, WebhookReceiver } from '../helpers/receivers';
+import { createToken, runScript, startServer, type TestServer } from '../helpers/server';
+
+let server: TestServer;
+const receiver = new WebhookReceiver();
+const mail = new MailSink();
+const password = 'a long enough password';
+
+beforeAll(async () => {
+  await receiver.start();
+  await mail.start();
+  server = await startServer({
+    NOTIFY_PRIVATE_HOSTS: '127.0.0.1',
+    NOTIFY_RETRY_BASE_MS: '100',
+    NOTIFY_RETRY_WINDOW_MS: '3000',
+    WEBHOOK_TIMEOUT_MS: '1000',
+    NOTIFY_MAX_PER_MINUTE: '2',
+    SMTP_URL: `smtp://127.0.0.1:${mail.port}`,
+    SMTP_FROM: 'Tasks <tasks@example.com>',
+  });
+});
+
+afterAll(async () => {
+  if (process.env.SHOW_OUTPUT) console.log(server.output());
+  await server?.stop();
+  await receiver.stop();
+  await mail.stop();
+});
+
+/** Adds a webhook with the real CLI: a person's with `email`, the operator's without. */
+function addWebhook(url: string, options: { email?: string; events?: string[] } = {}): { id: string; secret: string } {
+  const args = ['add', '--url', url, ...(options.email ? ['--email', options.email] : []), ...(options.events ?? []).flatMap((event) => ['--event', event])];
+  const added = runScript(server, 'webhook', args);
+  if (added.status !== 0) throw new Error(`webhook:add failed: ${added.stderr}`);
+  const [, id] = /^id: (.+)$/m.exec(added.stdout)!;
+  const [, secret] = /^secret: (whsec_.+)$/m.exec(added.stdout)!;
+  return { id, secret };
+}
+
+async function client(email: string): Promise<RawMcp> {
+  const mcp = new RawMcp(server.mcpUrl, createToken(server, email));
+  await mcp.initialize();
+  return mcp;
+}
+
+/** Every delivery's verified body: a bad signature throws. */
+function verified(secret: string, path: string): any[] {
+  const hook = new Webhook(secret);
+  return receiver.at(path).map((request) => hook.verify(request.body, request.headers));
+}
+
+const targetRow = (id: string) => server.db().prepare('SELECT status, attempts, last_error AS "lastError", cursor FROM notification_targets WHERE id = ?').get(id) as any;
+const attemptsOf = (id: string) =>
+  server.db().prepare('SELECT message_id AS "messageId", outcome, status_code AS "statusCode", error FROM notification_attempts WHERE target_id = ? ORDER BY id').all(id) as any[];
+
+describe('webhooks', () => {
+  it('tells the person of a question, signed the Standard Webhooks way, then of how the task ended, in order', async () => {
+    const mcp = await client('ada@example.com');
+    const { secret } = addWebhook(receiver.url('/ada'), { email: 'ada@example.com' });
+    const { task } = await mcp.call('tools/call', { name: 'ask_human', arguments: { question: 'Deploy now?', choices: ['yes', 'no'] }, task: {} });
+    await expect.poll(() => receiver.at('/ada').length, { timeout: 10_000 }).toBe(1);
+    const [asked] = verified(secret, '/ada');
+    expect(asked.type).toBe('task.input_required');
+    expect(asked.data).toMatchObject({
+      taskId: task.taskId,
+      status: 'input_required',
+      tool: 'ask_human',
+      client: { name: 'raw-test', version: '1.0.0' },
+      url: `${server.url}/tasks/${task.taskId}`,
+      question: { key: 'answer', message: 'Deploy now?', answerUrl: `${server.url}/tasks/${task.taskId}` },
+    });
+    expect(asked.data.question.fields).toEqual([expect.objectContaining({ name: 'answer', type: 'string', choices: ['yes', 'no'] })]);
+    expect(asked.data).not.toHaveProperty('arguments');
+    const [request] = receiver.at('/ada');
+    expect(request.headers['webhook-id']).toMatch(/^evt_\d+$/);
+    expect(Math.abs(Number(request.headers['webhook-timestamp']) - Date.now() / 1000)).toBeLessThan(60);
+    expect(request.headers['content-type']).toBe('application/json');
+    // A body changed on the way is caught by the receiver's verification.
+    expect(() => new Webhook(secret).verify(request.body.replace('Deploy', 'Delete'), request.headers)).toThrow();
+
+    await mcp.call('tasks/cancel', { taskId: task.taskId });
+    const done = await mcp.startDelayTask(0);
+    await expect.poll(() => receiver.at('/ada').length, { timeout: 10_000 }).toBe(3);
+    const bodies = verified(secret, '/ada');
+    expect(bodies.map((body) => [body.type, body.data.taskId])).toEqual([
+      ['task.input_required', task.taskId],
+      ['task.cancelled', task.taskId],
+      ['task.completed', done.taskId],
+    ]);
+    const ids = receiver.at('/ada').map((entry) => Number(entry.headers['webhook-id'].slice(4)));
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+  });
+
+  it('sends exactly the events a webhook subscribed to, nothing of another user’s tasks, and every user’s to the operator’s', async () => {
+    const adaClient = await client('ada@example.com');
+    const benClient = await client('ben@example.com');
+    const ben = addWebhook(receiver.url('/ben'), { email: 'ben@example.com', events: ['task.completed', 'task.failed'] });
+    const operator = addWebhook(receiver.url('/operator'));
+    const adaTask = await adaClient.startDelayTask(0);
+    const benAsks = (await benClient.call('tools/call', { name: 'ask_human', arguments: { question: 'Ben?' }, task: {} })).task;
+    const benDone = await benClient.startDelayTask(0);
+    // Arguments that do not fit the tool fail its task.
+    const benFailed = (await benClient.call('tools/call', { name: 'delay', arguments: { seconds: 'soon' }, task: {} })).task;
+    await expect.poll(() => receiver.at('/operator').length, { timeout: 10_000 }).toBe(4);
+    const seen = verified(operator.secret, '/operator').map((body) => [body.type, body.data.taskId]);
+    expect(seen).toEqual(
+      expect.arrayContaining([
+        ['task.completed', adaTask.taskId],
+        ['task.input_required', benAsks.taskId],
+        ['task.completed', benDone.taskId],
+        ['task.failed', benFailed.taskId],
+      ]),
+    );
+    await expect.poll(() => receiver.at('/ben').length, { timeout: 10_000 }).toBe(2);
+    const benSeen = verified(ben.secret, '/ben').map((body) => [body.type, body.data.taskId]);
+    expect(benSeen).toEqual(
+      expect.arrayContaining([
+        ['task.completed', benDone.taskId],
+        ['task.failed', benFailed.taskId],
+      ]),
+    );
+    // Ben's webhook moved past Ada's task and Ben's question without sending them.
+    expect(targetRow(ben.id).cursor).toBeGreaterThanOrEqual(Math.max(...receiver.at('/operator').map((entry) => Number(entry.headers['webhook-id'].slice(4)))));
+    expect(receiver.at('/ben')).toHaveLength(2);
+  });
+
+  it('retries after 500s and a timeout with the same message id, holding later events back until it is taken', async () => {
+    receiver.answer('/flaky', (attempt) => (attempt <= 2 ? { status: 500 } : attempt === 3 ? { status: 200, delayMs: 1500 } : { status: 200 }));
+    const mcp = await client('carl@example.com');
+    const flaky = addWebhook(receiver.url('/flaky'), { email: 'carl@example.com', events: ['task.completed'] });
+    const first = await mcp.startDelayTask(0);
+    await expect.poll(() => receiver.at('/flaky').length, { timeout: 5_000 }).toBeGreaterThanOrEqual(1);
+    const second = await mcp.startDelayTask(0);
+    await expect.poll(() => receiver.at('/flaky').length, { timeout: 15_000 }).toBe(5);
+    const bodies = verified(flaky.secret, '/flaky');
+    expect(bodies.map((body) => body.data.taskId)).toEqual([first.taskId, first.taskId, first.taskId, first.taskId, second.taskId]);
+    const messageIds = receiver.at('/flaky').map((request) => request.headers['webhook-id']);
+    expect(new Set(messageIds.slice(0, 4)).size).toBe(1);
+    expect(messageIds[4]).not.toBe(messageIds[0]);
+    await expect.poll(() => attemptsOf(flaky.id).length).toBe(5);
+    const log = attemptsOf(flaky.id);
+    expect(log.map((entry) => entry.outcome)).toEqual(['retrying', 'retrying', 'retrying', 'delivered', 'delivered']);
+    expect(log[0]).toMatchObject({ statusCode: 500, error: 'HTTP 500' });
+    expect(log[2].error).toMatch(/no response within 1000 ms/);
+    expect(targetRow(flaky.id)).toMatchObject({ status: 'active', attempts: 0, lastError: null });
+  });
+
+  it('marks a webhook failing after the retry window, says so in the dashboard, and resumes from the event that failed', async () => {
+    let down = true;
+    receiver.answer('/down', () => (down ? { status: 503 } : { status: 204 }));
+    const mcp = await client('dora@example.com');
+    const hook = addWebhook(receiver.url('/down'), { email: 'dora@example.com' });
+    const task = await mcp.startDelayTask(0);
+    await expect.poll(() => targetRow(hook.id).status, { timeout: 15_000 }).toBe('failing');
+    expect(targetRow(hook.id).lastError).toBe('HTTP 503');
+    expect(attemptsOf(hook.id).at(-1).outcome).toBe('failed');
+    const tried = receiver.at('/down').length;
+    expect(tried).toBeGreaterThanOrEqual(3);
+
+    expect(setPassword(server, 'dora@example.com', password).status).toBe(0);
+    const { sessionCookie } = await signIn(server, 'dora@example.com', password);
+    const page = await (await fetch(`${server.url}/tasks`, { headers: { Cookie: sessionCookie! } })).text();
+    expect(page).toContain('A webhook of yours is failing');
+    const settings = await (await fetch(`${server.url}/notifications`, { headers: { Cookie: sessionCookie! } })).text();
+    expect(settings).toContain('HTTP 503');
+    // Nothing more is tried while it is failing.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(receiver.at('/down')).toHaveLength(tried);
+
+    const resume = (body: string, cookie = sessionCookie) =>
+      callServerAction(server, { page: '/notifications', filename: 'app/(dashboard)/notifications/actions.ts', exportedName: 'resumeWebhookAction', body, cookie });
+    // Wrong types, someone else's webhook and the signed-out are refused, and change nothing.
+    expect((await resume(JSON.stringify([42]))).text).toContain('does not exist any more');
+    await client('olga@example.com');
+    const other = addWebhook(receiver.url('/other'), { email: 'olga@example.com' });
+    expect((await resume(JSON.stringify([other.id]))).text).toContain('is not failing, or does not exist');
+    // Signed out, the action never runs (the sign-in page answers).
+    await resume(JSON.stringify([hook.id]), '');
+    expect(targetRow(hook.id).status).toBe('failing');
+
+    down = false;
+    expect((await resume(JSON.stringify([hook.id]))).status).toBe(200);
+    await expect.poll(() => targetRow(hook.id).status).toBe('active');
+    await expect.poll(() => attemptsOf(hook.id).at(-1).outcome, { timeout: 10_000 }).toBe('delivered');
+    const delivered = verified(hook.secret, '/down').at(-1);
+    expect(delivered).toMatchObject({ type: 'task.completed', data: { taskId: task.taskId } });
+  });
+
+  it('sends a test event on request, signed, and logs it', async () => {
+    await client('ed@example.com');
+    const hook = addWebhook(receiver.url('/test-event'), { email: 'ed@example.com' });
+    expect(setPassword(server, 'ed@example.com', password).status).toBe(0);
+    const { sessionCookie } = await signIn(server, 'ed@example.com', password);
+    const pressed = await callServerAction(server, {
+      page: '/notifications',
+      filename: 'app/(dashboard)/notifications/actions.ts',
+      exportedName: 'testWebhookAction',
+      body: JSON.stringify([hook.id]),
+      cookie: sessionCookie,
+    });
+    expect(pressed.text).toContain('Delivered: HTTP 200');
+    const [test] = verified(hook.secret, '/test-event');
+    expect(test.type).toBe('webhook.test');
+    expect(receiver.at('/test-event')[0].headers['webhook-id']).toMatch(/^test_/);
+    expect(attemptsOf(hook.id)).toEqual([expect.objectContaining({ outcome: 'delivered', statusCode: 200 })]);
+  });
+
+  it('refuses private, loopback and link-local addresses when added, and at delivery by the address actually reached', async () => {
+    const refused = (url: string, extra: string[] = []) => runScript(server, 'webhook', ['add', '--url', url, '--email', 'ada@example.com', ...extra]);
+    for (const url of ['https://10.1.2.3/hooks', 'https://169.254.169.254/latest', 'https://[::1]:8443/', 'https://localhost./x', 'https://192.168.0.1/']) {
+      const result = refused(url);
+      expect(result.status, url).toBe(2);
+      expect(result.stderr, url).toMatch(/private, loopback or link-local/);
+    }
+    expect(refused('http://example.com/hooks').stderr).toMatch(/Use an https:\/\/ URL/);
+    expect(refused('https://user:secret@example.com/hooks').stderr).toMatch(/no user name or password/);
+    expect(refused('not a url').stderr).toMatch(/not a URL/);
+    expect(refused('https://example.com/hooks', ['--event', 'task.exploded']).stderr).toMatch(/Unknown event type task\.exploded/);
+    expect(runScript(server, 'webhook', ['add', '--url', 'https://example.com/', '--email', 'nobody@example.com']).stderr).toMatch(/No user has the email/);
+
+    // A name that is not on the allow list but resolves to this machine passes the form, and is refused
+    // where it matters: at the address the connection would be made to.
+    const name = os.hostname();
+    const { address } = await dns.lookup(name);
+    expect(address).toMatch(/^(127\.|10\.|192\.168\.|172\.(1[6-9]|2\d|3[01])\.|::1$|fe80:)/);
+    const mcp = await client('fay@example.com');
+    const sneaky = addWebhook(`https://${name}:${receiver.port}/sneaky`, { email: 'fay@example.com' });
+    await mcp.startDelayTask(0);
+    await expect.poll(() => targetRow(sneaky.id).status, { timeout: 10_000 }).toBe('failing');
+    expect(attemptsOf(sneaky.id)).toEqual([expect.objectContaining({ outcome: 'refused', error: expect.stringMatching(/private, loopback or link-local/) })]);
+    expect(receiver.requests.filter((request) => request.path === '/sneaky')).toHaveLength(0);
+  });
+});
+
+describe('e-mail', () => {
+  const saveEmail = (cookie: string, events: string[], includeDetails = false) => {
+    const form = new FormData();
+    for (const event of events) form.append('_1_events', event);
+    if (includeDetails) form.set('_1_includeDetails', 'on');
+    form.set('0', JSON.stringify([{}, '$K1']));
+    return callServerAction(server, { page: '/notifications', filename: 'app/(dashboard)/notifications/actions.ts', exportedName: 'saveEmailAction', body: form, cookie });
+  };
+
+  it('mails the question with the client that asked it and a link to answer, without the arguments unless chosen', async () => {
+    const mcp = await client('gus@example.com');
+    expect(setPassword(server, 'gus@example.com', password).status).toBe(0);
+    const { sessionCookie } = await signIn(server, 'gus@example.com', password);
+    expect((await saveEmail(sessionCookie!, ['task.input_required', 'task.exploded'])).text).toContain('could not be read');
+    expect((await saveEmail(sessionCookie!, ['task.input_required'])).status).toBe(200);
+    const { task } = await mcp.call('tools/call', { name: 'ask_human', arguments: { question: 'Ship the release to production?', fields: { secretNote: { type: 'string', title: 'Note' } } }, task: {} });
+    await expect.poll(() => mail.messages.filter((message) => message.to.includes('gus@example.com')).length, { timeout: 10_000 }).toBe(1);
+    const [sent] = mail.messages.filter((message) => message.to.includes('gus@example.com'));
+    expect(sent.from).toBe('tasks@example.com');
+    const { subject, text } = readMail(sent.raw);
+    expect(subject).toBe('“ask_human” asks: Ship the release to production?');
+    expect(text).toContain('Question: Ship the release to production?');
+    expect(text).toContain('Started by: raw-test 1.0.0');
+    expect(text).toContain(`Answer it here: ${server.url}/tasks/${task.taskId}`);
+    expect(text).not.toContain('secretNote');
+
+    // With details chosen, the next one carries the arguments.
+    expect((await saveEmail(sessionCookie!, ['task.input_required', 'task.completed'], true)).status).toBe(200);
+    await mcp.call('tasks/cancel', { taskId: task.taskId });
+    const detailed = (await mcp.call('tools/call', { name: 'ask_human', arguments: { question: 'Second?', fields: { secretNote: { type: 'string' } } }, task: {} })).task;
+    await expect.poll(() => mail.messages.filter((message) => message.to.includes('gus@example.com')).length, { timeout: 10_000 }).toBe(2);
+    const second = readMail(mail.messages.filter((message) => message.to.includes('gus@example.com'))[1].raw);
+    expect(second.text).toContain(`${server.url}/tasks/${detailed.taskId}`);
+    expect(second.text).toContain('"secretNote"');
+  });
+
+  it('sends one digest for what piled up while the mail server refused, within the per-minute budget', async () => {
+    const mcp = await client('hal@example.com');
+    expect(setPassword(server, 'hal@example.com', password).status).toBe(0);
+    const { sessionCookie } = await signIn(server, 'hal@example.com', password);
+    expect((await saveEmail(sessionCookie!, ['task.completed'])).status).toBe(200);
+    mail.refusing = true;
+    const tasks = [await mcp.startDelayTask(0), await mcp.startDelayTask(0), await mcp.startDelayTask(0)];
+    const user = server.db().prepare('SELECT id FROM users WHERE email = ?').get('hal@example.com') as { id: string };
+    await expect.poll(() => (server.db().prepare('SELECT count(*) AS n FROM notification_events WHERE user_id = ?').get(user.id) as { n: number }).n).toBe(3);
+    const target = server.db().prepare("SELECT id FROM notification_targets WHERE user_id = ? AND channel = 'email'").get(user.id) as { id: string };
+    await expect.poll(() => attemptsOf(target.id).length, { timeout: 10_000 }).toBeGreaterThanOrEqual(1);
+    mail.refusing = false;
+    await expect.poll(() => mail.messages.filter((message) => message.to.includes('hal@example.com')).length, { timeout: 10_000 }).toBe(1);
+    const digest = readMail(mail.messages.find((message) => message.to.includes('hal@example.com'))!.raw);
+    expect(digest.subject).toBe('3 tasks ended');
+    for (const task of tasks) expect(digest.text).toContain(`${server.url}/tasks/${task.taskId}`);
+    expect(attemptsOf(target.id).at(-1)).toMatchObject({ outcome: 'delivered' });
+  });
+});
+
+describe('after kill -9', () => {
+  it('delivers an event that was waiting for its webhook when the server died', async () => {
+    let up = false;
+    receiver.answer('/later', () => (up ? { status: 200 } : { status: 500 }));
+    const mcp = await client('ivy@example.com');
+    const hook = addWebhook(receiver.url('/later'), { email: 'ivy@example.com', events: ['task.completed'] });
+    const task = await mcp.startDelayTask(0);
+    await expect.poll(() => receiver.at('/later').length, { timeout: 10_000 }).toBeGreaterThanOrEqual(1);
+    await server.kill9();
+    up = true;
+    const before = receiver.at('/later').length;
+    await server.restart();
+    await expect.poll(() => receiver.at('/later').length, { timeout: 15_000 }).toBeGreaterThan(before);
+    await expect.poll(() => attemptsOf(hook.id).at(-1)?.outcome, { timeout: 10_000 }).toBe('delivered');
+    const bodies = verified(hook.secret, '/later');
+    expect(bodies.at(-1)).toMatchObject({ type: 'task.completed', data: { taskId: task.taskId } });
+    expect(new Set(receiver.at('/later').map((request) => request.headers['webhook-id'])).size).toBe(1);
+  });
+});

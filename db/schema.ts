@@ -282,14 +282,15 @@ export const notificationEvents = sqliteTable(
   (table) => [index('notification_events_user_idx').on(table.userId, table.id), index('notification_events_created_idx').on(table.createdAt)],
 );
 
-export const notificationChannels = ['webhook', 'email'] as const;
+export const notificationChannels = ['webhook', 'email', 'push'] as const;
 export type NotificationChannel = (typeof notificationChannels)[number];
 export const notificationTargetStatuses = ['active', 'failing'] as const;
-export type NotificationTargetOptions = { includeDetails?: boolean };
+export type NotificationTargetOptions = { includeDetails?: boolean; browser?: string };
 
 /**
  * Where events go: a webhook endpoint (a person's, or the operator's for every user when `userId` is
- * null) or a person's e-mail. Each reads the outbox from its cursor and delivers at least once, in order.
+ * null), a person's e-mail, or one of their browsers' push subscriptions (the push service's endpoint,
+ * its keys as JSON in `secret`). Each reads the outbox from its cursor and delivers at least once, in order.
  */
 export const notificationTargets = sqliteTable(
   'notification_targets',
@@ -297,12 +298,12 @@ export const notificationTargets = sqliteTable(
     id: text('id').primaryKey(),
     userId: text('user_id').references(() => users.id, { onDelete: 'cascade' }),
     channel: text('channel', { enum: notificationChannels }).notNull(),
-    /** The webhook's URL or the e-mail address. */
+    /** The webhook's URL, the e-mail address, or the push subscription's endpoint. */
     address: text('address').notNull(),
     /** The webhook's signing secret (whsec_…). */
     secret: text('secret'),
     events: text('events', { mode: 'json' }).notNull().$type<NotificationEventType[]>(),
-    /** E-mail: `includeDetails` puts the tool's arguments and the answers' fields in the message. */
+    /** E-mail: `includeDetails` puts the tool's arguments and the form's fields in the message; push: `browser` names it. */
     options: text('options', { mode: 'json' }).notNull().$type<NotificationTargetOptions>(),
     status: text('status', { enum: notificationTargetStatuses }).notNull(),
     /** The last event handled (delivered, or not for this target). */

@@ -74,6 +74,14 @@ const envSchema = z
     NOTIFY_RETRY_WINDOW_MS: z.coerce.number().int().min(100).default(24 * 60 * 60 * 1000),
     NOTIFY_MAX_PER_MINUTE: z.coerce.number().int().min(1).max(600).default(4),
     NOTIFY_EVENT_RETENTION_MS: positiveInt(7 * 24 * 60 * 60 * 1000),
+    // Browser push: the VAPID key pair (generated and kept beside the database when unset) and its contact.
+    VAPID_PUBLIC_KEY: z.string().regex(/^[A-Za-z0-9_-]{87}$/, 'must be a base64url P-256 public key (87 characters)').optional(),
+    VAPID_PRIVATE_KEY: z.string().regex(/^[A-Za-z0-9_-]{43}$/, 'must be a base64url P-256 private key (43 characters)').optional(),
+    VAPID_SUBJECT: z.string().regex(/^(mailto:|https:\/\/)/, 'must be a mailto: or https: URL').optional(),
+  })
+  .refine((env) => (env.VAPID_PUBLIC_KEY === undefined) === (env.VAPID_PRIVATE_KEY === undefined), {
+    path: ['VAPID_PRIVATE_KEY'],
+    message: 'VAPID_PUBLIC_KEY and VAPID_PRIVATE_KEY are set together (npx web-push generate-vapid-keys makes a pair)',
   })
   .refine((env) => env.TASK_DEFAULT_TTL_MS <= env.TASK_MAX_TTL_MS, {
     path: ['TASK_DEFAULT_TTL_MS'],

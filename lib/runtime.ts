@@ -15,6 +15,7 @@ import { createInProcessBus, topics, type EventBus } from '@/lib/tasks/bus';
 import { createSharedBus } from '@/lib/tasks/shared-bus';
 import { TaskEngine } from '@/lib/tasks/engine';
 import { Notifier } from '@/lib/notify/notifier';
+import { getVapidKeys } from '@/lib/notify/vapid';
 import { deleteOldNotificationEvents } from '@/db/queries/notifications';
 import { createTransport } from 'nodemailer';
 
@@ -68,6 +69,7 @@ export function getRuntime(): Runtime {
       retryWindowMs: env.NOTIFY_RETRY_WINDOW_MS,
       maxPerMinute: env.NOTIFY_MAX_PER_MINUTE,
       alone: !env.DATABASE_URL,
+      vapid: { subject: env.VAPID_SUBJECT ?? env.APP_URL.replace(/^http:/, 'https:'), ...getVapidKeys() },
       mail: env.SMTP_URL
         ? {
             transport: createTransport({ url: env.SMTP_URL, connectionTimeout: env.WEBHOOK_TIMEOUT_MS, greetingTimeout: env.WEBHOOK_TIMEOUT_MS, socketTimeout: env.WEBHOOK_TIMEOUT_MS }),

@@ -3,6 +3,7 @@ import { SignOutButton } from '@/components/auth/sign-out-button';
 import { SignOutEverywhereButton } from '@/components/auth/sign-out-everywhere-button';
 import { LiveRefresh } from '@/components/tasks/live-refresh';
 import { NavLink } from '@/components/ui/nav-link';
+import { PushMessages } from '@/components/notifications/push-messages';
 import { getRuntime } from '@/lib/runtime';
 import { countFailingTargets } from '@/db/queries/notifications';
 import { getCurrentUser } from '@/lib/auth/session';
@@ -57,6 +58,7 @@ export default async function DashboardLayout({ children }: { children: React.Re
         </div>
       )}
       <main className="mx-auto max-w-6xl px-4 py-6 sm:py-8">{children}</main>
+      {user && <PushMessages />}
     </div>
   );
 }

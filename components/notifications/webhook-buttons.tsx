@@ -1,7 +1,7 @@
 'use client';
 
 import { useState, useTransition } from 'react';
-import { removeWebhookAction, resumeWebhookAction, testWebhookAction } from '@/app/(dashboard)/notifications/actions';
+import { removeTargetAction, resumeWebhookAction, testWebhookAction } from '@/app/(dashboard)/notifications/actions';
 import { Button } from '@/components/ui/button';
 import { ConfirmAction } from '@/components/ui/confirm-action';
 
@@ -30,7 +30,7 @@ export function WebhookButtons({ id, url, failing }: { id: string; url: string; 
           confirmLabel="Yes, remove"
           pendingLabel="Removing…"
           keepLabel="Keep"
-          run={async () => (await removeWebhookAction(id)).error}
+          run={async () => (await removeTargetAction(id)).error}
         />
       </div>
       {message && (

@@ -102,3 +102,37 @@ export function composeEmail(events: Array<Pick<NotificationEventRow, 'type' | '
   for (const { type, payload } of told) lines.push(`- ${describe(type, payload)} (started by ${clientName(payload.task)})`, `  ${taskPageUrl(appUrl, payload.task.id)}`);
   return { subject, text: lines.join('\n') + footer };
 }
+
+/** What a push message carries to the service worker: what it shows, and the page it opens. */
+export interface PushMessage {
+  title: string;
+  body: string;
+  url: string;
+  /** One notification per task: a later one replaces the earlier. */
+  tag: string;
+  /** A question the page can offer one-tap answers to. */
+  question?: { taskId: string; message: string };
+}
+
+/** One notification for one event, or a digest for several. Never the tool's arguments. */
+export function pushMessage(events: Array<Pick<NotificationEventRow, 'type' | 'payload'>>, appUrl: string): PushMessage {
+  const told = events.map((event) => ({ type: event.type, payload: event.payload as unknown as EventPayload }));
+  if (told.length === 1) {
+    const [{ type, payload }] = told;
+    const { task, question } = payload;
+    return {
+      title: type === 'task.input_required' ? `${task.tool} needs you` : describe(type, payload),
+      body: shorten(question ? question.message : `Started by ${clientName(task)}`, 200),
+      url: taskPageUrl(appUrl, task.id),
+      tag: task.id,
+      ...(question ? { question: { taskId: task.id, message: question.message } } : {}),
+    };
+  }
+  const asking = told.filter((event) => event.type === 'task.input_required').length;
+  return {
+    title: asking > 0 ? `${asking} ${asking === 1 ? 'task needs' : 'tasks need'} you` : `${told.length} tasks ended`,
+    body: shorten(told.map(({ type, payload }) => describe(type, payload)).join('; '), 200),
+    url: asking > 0 ? `${appUrl}/inbox` : `${appUrl}/tasks`,
+    tag: 'digest',
+  };
+}

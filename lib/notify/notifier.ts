@@ -1,7 +1,9 @@
 import type { Transporter } from 'nodemailer';
 import { Webhook } from 'standardwebhooks';
+import webpush from 'web-push';
 import {
   claimDueTargets,
+  deleteNotificationTarget,
   finishDelivery,
   releaseNotificationClaims,
   pendingEventsOf,
@@ -10,7 +12,7 @@ import {
   type NotificationTargetRow,
 } from '@/db/queries/notifications';
 import { topics, type EventBus } from '@/lib/tasks/bus';
-import { composeEmail, testWebhookBody, webhookBody } from './messages';
+import { composeEmail, pushMessage, testWebhookBody, webhookBody } from './messages';
 import { postOutbound, RefusedAddressError } from './outbound';
 
 export interface NotifierConfig {
@@ -25,6 +27,7 @@ export interface NotifierConfig {
   /** One process alone on its database (SQLite): claims left by a previous process are its own to end. */
   alone: boolean;
   mail?: { transport: Pick<Transporter, 'sendMail'>; from: string };
+  vapid: { subject: string; publicKey: string; privateKey: string };
 }
 
 /** What one attempt came to. */
@@ -32,6 +35,8 @@ interface Outcome {
   ok: boolean;
   /** Not worth retrying: the address may not be reached. */
   refused?: boolean;
+  /** The push service forgot the subscription (404 or 410): it is removed. */
+  gone?: boolean;
   statusCode?: number;
   response?: string;
   error?: string;
@@ -43,6 +48,8 @@ const roundsPerWake = 20;
 /** Events one e-mail digest carries at most. */
 const digestSize = 20;
 const minuteMs = 60_000;
+/** How long a push service keeps a message for a browser that is offline: a day, like a task's default ttl. */
+const pushTtlSeconds = 24 * 60 * 60;
 /** How often due retries are looked for when nothing wakes the notifier. */
 const scanIntervalMs = 1_000;
 
@@ -124,30 +131,37 @@ export class Notifier {
     const holder = this.config.instanceId;
     try {
       const email = target.channel === 'email';
+      // E-mail and push are for people: several pending events make one digest, within a budget per minute.
+      const batched = target.channel !== 'webhook';
       if (email && !this.config.mail) {
         // E-mail was switched off by the operator: hold the events until it is back.
         await finishDelivery(target.id, holder, { nextAttemptAt: Date.now() + minuteMs });
         return;
       }
-      const { events, scannedTo } = await pendingEventsOf(target, email ? digestSize : 1);
+      const { events, scannedTo } = await pendingEventsOf(target, batched ? digestSize : 1);
       if (events.length === 0) {
         await finishDelivery(target.id, holder, { cursor: scannedTo });
         return;
       }
       const now = Date.now();
       const window = now - target.windowStart < minuteMs ? { start: target.windowStart, sent: target.sentInWindow } : { start: now, sent: 0 };
-      if (email && window.sent >= this.config.maxPerMinute) {
+      if (batched && window.sent >= this.config.maxPerMinute) {
         await finishDelivery(target.id, holder, { nextAttemptAt: window.start + minuteMs });
         return;
       }
       const started = Date.now();
-      const messageId = email ? `email_${events[0].id}_${events.at(-1)!.id}` : `evt_${events[0].id}`;
-      const outcome = email ? await this.sendEmail(target, events) : await this.sendWebhook(target, messageId, webhookBody(events[0], this.config.appUrl));
+      const messageId = batched ? `${target.channel}_${events[0].id}_${events.at(-1)!.id}` : `evt_${events[0].id}`;
+      const outcome =
+        target.channel === 'email'
+          ? await this.sendEmail(target, events)
+          : target.channel === 'push'
+            ? await this.sendPush(target, events)
+            : await this.sendWebhook(target, messageId, webhookBody(events[0], this.config.appUrl));
       const attempt = target.attempts + 1;
       const log = {
         targetId: target.id,
         messageId,
-        eventType: email && events.length > 1 ? 'digest' : events[0].type,
+        eventType: batched && events.length > 1 ? 'digest' : events[0].type,
         events: events.length,
         attempt,
         at: started,
@@ -163,6 +177,11 @@ export class Notifier {
           { cursor: events.at(-1)!.id, attempts: 0, failingSince: null, lastError: null, nextAttemptAt: 0, windowStart: window.start, sentInWindow: window.sent + 1 },
           { ...log, outcome: 'delivered' },
         );
+        return;
+      }
+      if (outcome.gone) {
+        // The browser unsubscribed, or its push service expired the subscription: nobody is there any more.
+        await deleteNotificationTarget(target.id, target.userId);
         return;
       }
       const failingSince = target.failingSince ?? started;
@@ -194,6 +213,24 @@ export class Notifier {
       );
       const ok = response.status >= 200 && response.status < 300;
       return { ok, statusCode: response.status, response: response.body, ...(ok ? {} : { error: `HTTP ${response.status}` }) };
+    } catch (error) {
+      return { ok: false, refused: error instanceof RefusedAddressError, error: error instanceof Error ? error.message : String(error) };
+    }
+  }
+
+  private async sendPush(target: NotificationTargetRow, events: NotificationEventRow[]): Promise<Outcome> {
+    try {
+      const request = webpush.generateRequestDetails(
+        { endpoint: target.address, keys: JSON.parse(target.secret!) as { p256dh: string; auth: string } },
+        JSON.stringify(pushMessage(events, this.config.appUrl)),
+        { vapidDetails: this.config.vapid, TTL: pushTtlSeconds, urgency: 'high', contentEncoding: 'aes128gcm' },
+      );
+      const response = await postOutbound(request.endpoint, request.body, request.headers as Record<string, string>, {
+        timeoutMs: this.config.webhookTimeoutMs,
+        privateHosts: this.config.privateHosts,
+      });
+      const ok = response.status >= 200 && response.status < 300;
+      return { ok, gone: response.status === 404 || response.status === 410, statusCode: response.status, response: response.body, ...(ok ? {} : { error: `HTTP ${response.status}` }) };
     } catch (error) {
       return { ok: false, refused: error instanceof RefusedAddressError, error: error instanceof Error ? error.message : String(error) };
     }

@@ -63,7 +63,7 @@ export interface OutboundResponse {
  */
 export function postOutbound(
   url: string,
-  body: string,
+  body: string | Buffer,
   headers: Record<string, string>,
   options: { timeoutMs: number; privateHosts: readonly string[] },
 ): Promise<OutboundResponse> {

@@ -63,3 +63,43 @@ export async function setEmailPreferences(user: { id: string; email: string }, e
   else if (events.length > 0)
     await createNotificationTarget({ userId: user.id, channel: 'email', address: user.email, secret: null, events, options: { includeDetails } });
 }
+
+/** A person may have this many browsers subscribed. */
+export const maxPushSubscriptionsPerUser = 10;
+
+/** What a browser's PushSubscription.toJSON() gives: the push service's endpoint and the keys to encrypt for it. */
+export const pushSubscriptionSchema = z.object({
+  endpoint: z.string().max(2000),
+  keys: z.object({
+    // An uncompressed P-256 point (65 bytes) and a 16-byte secret, base64url (RFC 8291).
+    p256dh: z.string().regex(/^[A-Za-z0-9_-]{86,88}={0,2}$/, 'not a P-256 public key'),
+    auth: z.string().regex(/^[A-Za-z0-9_-]{22,24}={0,2}$/, 'not a 16-byte secret'),
+  }),
+});
+
+/**
+ * Subscribes one browser (or changes what it is told of: one subscription per browser, known by its
+ * endpoint). The endpoint is held to the webhooks' rule: https, and not a private address.
+ */
+export async function subscribeBrowser(
+  userId: string,
+  subscription: z.infer<typeof pushSubscriptionSchema>,
+  events: NotificationEventType[],
+  browser: string,
+  privateHosts: readonly string[],
+): Promise<{ target: NotificationTargetRow } | { error: string }> {
+  const checked = checkWebhookUrl(subscription.endpoint, privateHosts);
+  if ('error' in checked) return { error: `The browser's push service cannot be used: ${checked.error}` };
+  const chosen = eventTypesSchema.safeParse(events);
+  if (!chosen.success) return { error: chosen.error.issues[0].message };
+  const keys = JSON.stringify({ p256dh: subscription.keys.p256dh, auth: subscription.keys.auth });
+  const mine = (await listNotificationTargets(userId)).filter((target) => target.channel === 'push');
+  const same = mine.find((target) => target.address === checked.url);
+  if (same) {
+    await deleteNotificationTarget(same.id, userId);
+  } else if (mine.length >= maxPushSubscriptionsPerUser) {
+    return { error: `You have ${mine.length} browsers subscribed, the most allowed: remove one first.` };
+  }
+  const target = await createNotificationTarget({ userId, channel: 'push', address: checked.url, secret: keys, events: chosen.data, options: { browser: browser.slice(0, 100) } });
+  return { target };
+}

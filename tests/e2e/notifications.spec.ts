@@ -1,18 +1,21 @@
 import { Webhook } from 'standardwebhooks';
 import { expect, password, test as base, uniqueEmail } from '../fixtures';
 import { RawMcp } from '../helpers/mcp';
-import { MailSink, readMail, WebhookReceiver } from '../helpers/receivers';
+import { MailSink, PushService, readMail, WebhookReceiver } from '../helpers/receivers';
+import { callServerAction } from '../helpers/dashboard';
 import { startServer, type TestServer } from '../helpers/server';
 import { AuthPage } from '../pages/auth';
 import { TokensPage } from '../pages/tokens';
 
 /** This file's server may deliver to the loopback receiver, retries fast and mails a local sink. */
-const test = base.extend<{ notifying: { server: TestServer; receiver: WebhookReceiver; mail: MailSink } }>({
+const test = base.extend<{ notifying: { server: TestServer; receiver: WebhookReceiver; mail: MailSink; pushService: PushService } }>({
   notifying: async ({}, use) => {
     const receiver = new WebhookReceiver();
     const mail = new MailSink();
+    const pushService = new PushService();
     await receiver.start();
     await mail.start();
+    await pushService.start();
     const server = await startServer({
       SIGNIN_MAX_PER_IP: '100000',
       SIGNUP_MAX_PER_IP: '100000',
@@ -21,10 +24,11 @@ const test = base.extend<{ notifying: { server: TestServer; receiver: WebhookRec
       NOTIFY_RETRY_WINDOW_MS: '2000',
       SMTP_URL: `smtp://127.0.0.1:${mail.port}`,
     });
-    await use({ server, receiver, mail });
+    await use({ server, receiver, mail, pushService });
     await server.stop();
     await receiver.stop();
     await mail.stop();
+    await pushService.stop();
   },
   baseURL: async ({ notifying }, use) => {
     await use(notifying.server.url);
@@ -120,4 +124,80 @@ test('a person turns on e-mail for questions and gets one that links to the task
   expect(link).toBe(`${server.url}/tasks/${task.taskId}`);
   await page.goto(link);
   await expect(page.getByText('Approve the invoice?').first()).toBeVisible();
+});
+
+test('a question pushed to this browser shows in the open page, or as a notification that opens the task', async ({ page, notifying }) => {
+  const { server, pushService } = notifying;
+  await page.context().grantPermissions(['notifications'], { origin: server.url });
+  await new AuthPage(page).signUp(uniqueEmail('push'), password);
+  await page.waitForURL(/\/tasks$/);
+  const tokens = new TokensPage(page);
+  await tokens.goto();
+  const token = await tokens.create('push');
+
+  await page.goto('/notifications');
+  await page.getByRole('button', { name: 'Notify this browser' }).click();
+  // The service worker is registered either way; this machine's Chromium cannot reach a real push service,
+  // so it says so, and the subscription the server pushes to is the stand-in's.
+  await expect(page.getByText(/This browser will be told\.|could not subscribe with its push service/)).toBeVisible();
+  expect(await page.evaluate(async () => (await navigator.serviceWorker.ready).active?.scriptURL)).toBe(`${server.url}/sw.js`);
+  const cookie = (await page.context().cookies()).map((entry) => `${entry.name}=${entry.value}`).join('; ');
+  const subscribed = await callServerAction(server, {
+    page: '/notifications',
+    filename: 'app/(dashboard)/notifications/actions.ts',
+    exportedName: 'subscribeBrowserAction',
+    body: JSON.stringify([pushService.subscribe('chromium'), ['task.input_required', 'task.completed'], 'Chrome on Linux']),
+    cookie,
+  });
+  expect(subscribed.status).toBe(200);
+  await page.reload();
+  await expect(page.getByRole('list', { name: 'Subscribed browsers' })).toContainText('Chrome on Linux');
+
+  const mcp = new RawMcp(server.mcpUrl, token);
+  await mcp.initialize();
+  const { task } = await mcp.call('tools/call', { name: 'ask_human', arguments: { question: 'Roll back the deploy?' }, task: {} });
+  await expect.poll(() => pushService.for('chromium').length).toBe(1);
+  const payload = pushService.for('chromium')[0].payload;
+
+  const cdp = await page.context().newCDPSession(page);
+  const registrations: Array<{ registrationId: string; scopeURL: string }> = [];
+  cdp.on('ServiceWorker.workerRegistrationUpdated', (event) => registrations.push(...event.registrations));
+  await cdp.send('ServiceWorker.enable');
+  await expect.poll(() => registrations.find((entry) => entry.scopeURL === `${server.url}/`)).toBeTruthy();
+  const registrationId = registrations.find((entry) => entry.scopeURL === `${server.url}/`)!.registrationId;
+
+  // A dashboard page is open and visible: the question shows in it, not as a system notification.
+  await page.goto('/tasks');
+  await cdp.send('ServiceWorker.deliverPushMessage', { origin: server.url, registrationId, data: payload });
+  const shown = page.locator(`[data-push-message="${task.taskId}"]`);
+  await expect(shown).toContainText('ask_human needs you');
+  await expect(shown).toContainText('Roll back the deploy?');
+  const worker = page.context().serviceWorkers().find((entry) => entry.url() === `${server.url}/sw.js`)!;
+  const notifications = () =>
+    worker.evaluate(async () => (await (self as any).registration.getNotifications()).map((entry: any) => ({ title: entry.title, body: entry.body, tag: entry.tag, data: entry.data })));
+  expect(await notifications()).toEqual([]);
+  await shown.getByRole('link', { name: 'Answer it' }).click();
+  await page.waitForURL(`${server.url}/tasks/${task.taskId}`);
+
+  // No dashboard page open: a notification, which opens the task's page when clicked.
+  await page.goto('about:blank');
+  await cdp.send('ServiceWorker.deliverPushMessage', { origin: server.url, registrationId, data: payload });
+  await expect.poll(notifications).toEqual([{ title: 'ask_human needs you', body: 'Roll back the deploy?', tag: task.taskId, data: { url: `${server.url}/tasks/${task.taskId}` } }]);
+  // Only a real click on a system notification may open a window (Chromium refuses one from a dispatched
+  // event, and nothing here can click a system notification), so the window the handler opens is recorded.
+  const openedUrl = await worker.evaluate(async () => {
+    const scope = self as any;
+    let opened: string | undefined;
+    scope.clients.openWindow = async (url: string) => {
+      opened = url;
+      return null;
+    };
+    const [notification] = await scope.registration.getNotifications();
+    const click = new scope.NotificationEvent('notificationclick', { notification });
+    scope.dispatchEvent(click);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    return opened;
+  });
+  expect(openedUrl).toBe(`${server.url}/tasks/${task.taskId}`);
+  expect(await notifications()).toEqual([]);
 });

@@ -1,20 +1,24 @@
 import dns from 'node:dns/promises';
+import fs from 'node:fs';
+import path from 'node:path';
 import os from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { callServerAction, setPassword, signIn } from '../helpers/dashboard';
 import { RawMcp } from '../helpers/mcp';
-import { MailSink, readMail, WebhookReceiver } from '../helpers/receivers';
+import { MailSink, PushService, readMail, WebhookReceiver } from '../helpers/receivers';
 import { createToken, runScript, startServer, type TestServer } from '../helpers/server';
 
 let server: TestServer;
 const receiver = new WebhookReceiver();
 const mail = new MailSink();
+const pushService = new PushService();
 const password = 'a long enough password';
 
 beforeAll(async () => {
   await receiver.start();
   await mail.start();
+  await pushService.start();
   server = await startServer({
     NOTIFY_PRIVATE_HOSTS: '127.0.0.1',
     NOTIFY_RETRY_BASE_MS: '100',
@@ -31,6 +35,7 @@ afterAll(async () => {
   await server?.stop();
   await receiver.stop();
   await mail.stop();
+  await pushService.stop();
 });
 
 /** Adds a webhook with the real CLI: a person's with `email`, the operator's without. */
@@ -291,6 +296,71 @@ describe('e-mail', () => {
     expect(digest.subject).toBe('3 tasks ended');
     for (const task of tasks) expect(digest.text).toContain(`${server.url}/tasks/${task.taskId}`);
     expect(attemptsOf(target.id).at(-1)).toMatchObject({ outcome: 'delivered' });
+  });
+});
+
+describe('browser push', () => {
+  const subscribe = (cookie: string, subscription: unknown, events: string[] = ['task.input_required']) =>
+    callServerAction(server, {
+      page: '/notifications',
+      filename: 'app/(dashboard)/notifications/actions.ts',
+      exportedName: 'subscribeBrowserAction',
+      body: JSON.stringify([subscription, events, 'Test browser']),
+      cookie,
+    });
+
+  it('pushes a question, VAPID-signed and encrypted for the subscription, to the browser’s push service', async () => {
+    const mcp = await client('jo@example.com');
+    expect(setPassword(server, 'jo@example.com', password).status).toBe(0);
+    const { sessionCookie } = await signIn(server, 'jo@example.com', password);
+    expect((await subscribe(sessionCookie!, pushService.subscribe('jo-laptop'))).status).toBe(200);
+    // The same browser subscribing again replaces its subscription rather than adding one.
+    const again = pushService.subscribe('jo-laptop');
+    expect((await subscribe(sessionCookie!, again)).status).toBe(200);
+    const user = server.db().prepare('SELECT id FROM users WHERE email = ?').get('jo@example.com') as { id: string };
+    expect(server.db().prepare("SELECT count(*) AS n FROM notification_targets WHERE user_id = ? AND channel = 'push'").get(user.id)).toEqual({ n: 1 });
+
+    const { task } = await mcp.call('tools/call', { name: 'ask_human', arguments: { question: 'Merge the pull request?', choices: ['yes', 'no'] }, task: {} });
+    await expect.poll(() => pushService.for('jo-laptop').length, { timeout: 10_000 }).toBe(1);
+    const [push] = pushService.for('jo-laptop');
+    // Signed with the server's own VAPID key, kept beside its database like its other secrets.
+    const keysFile = path.join(server.dataDir, 'vapid-keys.json');
+    expect(push.vapidKey).toBe(JSON.parse(fs.readFileSync(keysFile, 'utf8')).publicKey);
+    expect(fs.statSync(keysFile).mode & 0o777).toBe(0o600);
+    expect(push.claims.sub).toMatch(/^https:\/\/localhost/);
+    expect(push.urgency).toBe('high');
+    expect(JSON.parse(push.payload)).toEqual({
+      title: 'ask_human needs you',
+      body: 'Merge the pull request?',
+      url: `${server.url}/tasks/${task.taskId}`,
+      tag: task.taskId,
+      question: { taskId: task.taskId, message: 'Merge the pull request?' },
+    });
+    expect(pushService.refusals).toEqual([]);
+  });
+
+  it('forgets a subscription its push service says is gone (410), and refuses ones it cannot use', async () => {
+    const mcp = await client('kim@example.com');
+    expect(setPassword(server, 'kim@example.com', password).status).toBe(0);
+    const { sessionCookie } = await signIn(server, 'kim@example.com', password);
+    const gone = pushService.subscribe('kim-old-phone', 410);
+    expect((await subscribe(sessionCookie!, gone)).status).toBe(200);
+    const user = server.db().prepare('SELECT id FROM users WHERE email = ?').get('kim@example.com') as { id: string };
+    const pushTargets = () => server.db().prepare("SELECT count(*) AS n FROM notification_targets WHERE user_id = ? AND channel = 'push'").get(user.id) as { n: number };
+    expect(pushTargets().n).toBe(1);
+    await mcp.call('tools/call', { name: 'ask_human', arguments: { question: 'Anyone?' }, task: {} });
+    await expect.poll(() => pushService.for('kim-old-phone').length, { timeout: 10_000 }).toBe(1);
+    await expect.poll(() => pushTargets().n).toBe(0);
+
+    const good = pushService.subscribe('kim-new-phone');
+    const refusedText = async (subscription: unknown, events?: string[]) => (await subscribe(sessionCookie!, subscription, events)).text;
+    expect(await refusedText({ ...good, endpoint: 'https://10.0.0.1/push/x' })).toContain('private, loopback or link-local');
+    expect(await refusedText({ ...good, endpoint: 'http://push.example.com/x' })).toContain('Use an https:// URL');
+    expect(await refusedText({ ...good, keys: { p256dh: 'short', auth: good.keys.auth } })).toContain('cannot use');
+    expect(await refusedText({ endpoint: good.endpoint })).toContain('cannot use');
+    expect(await refusedText(good, ['task.exploded'])).toContain('cannot use');
+    expect(await refusedText(good, [])).toContain('Choose at least one event');
+    expect(pushTargets().n).toBe(0);
   });
 });
 

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { deleteNotificationTarget, getNotificationTarget, resumeNotificationTarget } from '@/db/queries/notifications';
 import { notificationEventTypes } from '@/db/schema';
 import { getEnv } from '@/lib/env';
-import { addWebhook, setEmailPreferences } from '@/lib/notify/targets';
+import { addWebhook, pushSubscriptionSchema, setEmailPreferences, subscribeBrowser } from '@/lib/notify/targets';
 import { getRuntime } from '@/lib/runtime';
 import { formActionArguments, validatedActionWithUser } from '@/lib/validated-action';
 
@@ -50,11 +50,14 @@ export const addWebhookAction = validatedActionWithUser(
 const notFound = 'This webhook does not exist any more.';
 const webhookId = z.tuple([z.string().max(100)]);
 
-export const removeWebhookAction = validatedActionWithUser(
+const alreadyRemoved = 'This is already removed.';
+
+/** Removes one of the person's webhooks or subscribed browsers. */
+export const removeTargetAction = validatedActionWithUser(
   webhookId,
-  { signedOut: { error: sessionExpired } as { error?: string }, invalid: { error: notFound } as { error?: string } },
+  { signedOut: { error: sessionExpired } as { error?: string }, invalid: { error: alreadyRemoved } as { error?: string } },
   async (user, id): Promise<{ error?: string }> => {
-    if (!(await deleteNotificationTarget(id, user.id))) return { error: notFound };
+    if (!(await deleteNotificationTarget(id, user.id))) return { error: alreadyRemoved };
     revalidatePath('/notifications');
     return {};
   },
@@ -80,5 +83,19 @@ export const testWebhookAction = validatedActionWithUser(
     const sent = await getRuntime().notifier.sendTestEvent(target);
     revalidatePath('/notifications');
     return sent.ok ? { result: `Delivered: ${sent.detail}` } : { error: `Not delivered: ${sent.detail}` };
+  },
+);
+
+export type SubscribeBrowserResult = { id?: string; error?: string };
+
+/** Keeps this browser's push subscription, with the events it is told of. */
+export const subscribeBrowserAction = validatedActionWithUser(
+  z.tuple([pushSubscriptionSchema, z.array(z.enum(notificationEventTypes)).max(notificationEventTypes.length), z.string().max(500)]),
+  { signedOut: { error: sessionExpired } as SubscribeBrowserResult, invalid: { error: 'The browser gave a subscription this server cannot use.' } as SubscribeBrowserResult },
+  async (user, subscription, events, browser): Promise<SubscribeBrowserResult> => {
+    const subscribed = await subscribeBrowser(user.id, subscription, events, browser, getEnv().notifyPrivateHosts);
+    if ('error' in subscribed) return { error: subscribed.error };
+    revalidatePath('/notifications');
+    return { id: subscribed.target.id };
   },
 );

@@ -1,11 +1,13 @@
 import { AddWebhookForm } from '@/components/notifications/add-webhook-form';
 import { EmailForm } from '@/components/notifications/email-form';
+import { PushControls } from '@/components/notifications/push-controls';
 import { WebhookButtons } from '@/components/notifications/webhook-buttons';
 import { Card } from '@/components/ui/card';
 import { RelativeTime } from '@/components/ui/relative-time';
 import { listDeliveryAttempts, listNotificationTargets } from '@/db/queries/notifications';
 import { requireUser } from '@/lib/auth/session';
 import { getEnv } from '@/lib/env';
+import { getVapidKeys } from '@/lib/notify/vapid';
 
 export const dynamic = 'force-dynamic';
 export const metadata = { title: 'Notifications · MCP Task Server' };
@@ -32,6 +34,7 @@ export default async function NotificationsPage() {
   const env = getEnv();
   const targets = await listNotificationTargets(user.id);
   const email = targets.find((target) => target.channel === 'email');
+  const pushes = targets.filter((target) => target.channel === 'push');
   const webhooks = await Promise.all(
     targets.filter((target) => target.channel === 'webhook').map(async (target) => ({ target, attempts: await listDeliveryAttempts(target.id, logLength) })),
   );
@@ -44,6 +47,18 @@ export default async function NotificationsPage() {
           included.
         </p>
       </div>
+      <Card title="This browser">
+        <PushControls
+          vapidPublicKey={getVapidKeys().publicKey}
+          subscriptions={pushes.map((target) => ({
+            id: target.id,
+            endpoint: target.address,
+            browser: target.options.browser ?? 'A browser',
+            events: target.events,
+            createdAt: target.createdAt,
+          }))}
+        />
+      </Card>
       <Card title="E-mail">
         {env.SMTP_URL ? (
           <EmailForm address={user.email} chosen={email?.events ?? []} includeDetails={email?.options.includeDetails === true} />

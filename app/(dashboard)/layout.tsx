@@ -20,7 +20,7 @@ export default async function DashboardLayout({ children }: { children: React.Re
           <Link href="/tasks" className="text-base font-semibold tracking-tight">
             MCP Task Server
           </Link>
-          <nav aria-label="Main" className="order-last flex w-full gap-1 sm:order-none sm:w-auto sm:flex-1">
+          <nav aria-label="Main" className="order-last flex w-full flex-wrap gap-1 sm:order-none sm:w-auto sm:flex-1">
             <NavLink href="/tasks">Tasks</NavLink>
             <NavLink href="/inbox">
               Inbox
@@ -36,7 +36,7 @@ export default async function DashboardLayout({ children }: { children: React.Re
             <NavLink href="/connect">Connect</NavLink>
           </nav>
           {user && (
-            <div className="relative flex items-center gap-3">
+            <div className="relative flex min-w-0 flex-wrap items-center gap-3">
               <LiveRefresh />
               <span className="max-w-48 truncate text-sm text-zinc-600 dark:text-zinc-400" title={user.email}>
                 {user.email}

@@ -98,24 +98,50 @@ function FieldInput({ field, error, value }: { field: ElicitationField; error?: 
   );
 }
 
-/** A form generated from an elicitation's requestedSchema, with Submit, Decline and Cancel. */
+/** Choices few enough to be buttons: a yes/no question (or a pick among up to four) answered in one tap. */
+const oneTapChoices = 4;
+
+function oneTapAnswers(fields: ElicitationField[]): Array<{ label: string; value: string }> | null {
+  if (fields.length !== 1) return null;
+  const [field] = fields;
+  // A checkbox posts "on" when ticked and nothing when not: the two buttons post just that.
+  if (field.kind === 'boolean') return [{ label: 'Yes', value: 'on' }, { label: 'No', value: '' }];
+  if (field.kind === 'select' && field.options.length <= oneTapChoices) return field.options.map((option) => ({ label: option.label, value: option.value }));
+  return null;
+}
+
+/**
+ * A form generated from an elicitation's requestedSchema, with Submit, Decline and Cancel; a question
+ * with a handful of choices gets one button each instead, so that it is answered in one tap.
+ */
 export function ElicitationForm({ inputId, message, fields }: { inputId: string; message: string; fields: ElicitationField[] }) {
   const [state, action, pending] = useActionState<AnswerState, FormData>(answerQuestionAction.bind(null, inputId), { ok: false });
+  const taps = oneTapAnswers(fields);
   return (
     <form action={action} noValidate className="space-y-4" aria-label={`Answer: ${message}`}>
       <p className="whitespace-pre-wrap text-sm font-medium">{message}</p>
-      {fields.map((field) => (
-        <FieldInput key={field.name} field={field} error={state.fieldErrors?.[field.name]} value={state.values?.[field.name]} />
-      ))}
-      {state.message && Object.keys(state.fieldErrors ?? {}).length === 0 && (
+      {taps ? (
+        <div className="grid grid-cols-2 gap-2 sm:flex sm:flex-wrap" role="group" aria-label={fields[0].title}>
+          {taps.map((tap) => (
+            <Button key={tap.value} type="submit" name={fields[0].name} value={tap.value} disabled={pending} className="min-h-11 sm:min-w-24">
+              {tap.label}
+            </Button>
+          ))}
+        </div>
+      ) : (
+        fields.map((field) => <FieldInput key={field.name} field={field} error={state.fieldErrors?.[field.name]} value={state.values?.[field.name]} />)
+      )}
+      {state.message && (taps || Object.keys(state.fieldErrors ?? {}).length === 0) && (
         <p role="alert" className="text-sm text-red-700 dark:text-red-400">
           {state.message}
         </p>
       )}
       <div className="flex flex-wrap gap-2">
-        <Button type="submit" name="$action" value="accept" disabled={pending}>
-          Submit
-        </Button>
+        {!taps && (
+          <Button type="submit" name="$action" value="accept" disabled={pending}>
+            Submit
+          </Button>
+        )}
         <Button type="submit" name="$action" value="decline" variant="secondary" disabled={pending}>
           Decline
         </Button>

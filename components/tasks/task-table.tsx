@@ -28,7 +28,7 @@ export function TaskTable({ tasks }: { tasks: TaskListRow[] }) {
                 <StatusBadge status={task.status} />
               </td>
               <td className="px-4 py-3">
-                <Link href={`/tasks/${task.id}`} prefetch={false} className="font-medium text-blue-700 hover:underline dark:text-blue-400" aria-label={`Open task ${task.id} (${task.toolName})`}>
+                <Link href={`/tasks/${task.id}`} prefetch={false} className="font-medium text-blue-700 hover:underline dark:text-blue-400" aria-label={`${task.toolName}: open task ${task.id}`}>
                   {task.toolName}
                 </Link>
                 <div className="flex flex-wrap items-center gap-2">

@@ -8,7 +8,8 @@ export function CodeBlock({ label, code }: { label: string; code: string }) {
         <p className="text-sm font-medium">{label}</p>
         <CopyButton text={code} label={`Copy ${label}`} />
       </div>
-      <pre className="overflow-x-auto rounded-md bg-zinc-950 p-3 font-mono text-xs leading-relaxed text-zinc-100">{code}</pre>
+      {/* Focusable, so that a snippet wider than a phone can be scrolled by keyboard. */}
+      <pre tabIndex={0} role="region" aria-label={label} className="overflow-x-auto rounded-md bg-zinc-950 p-3 font-mono text-xs leading-relaxed text-zinc-100">{code}</pre>
     </div>
   );
 }

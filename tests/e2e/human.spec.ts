@@ -25,7 +25,8 @@ test('a question appears live in the dashboard, is answered there, and the clien
   const results: any[] = [];
   const done = (async () => {
     for await (const message of sdk.client.experimental.tasks.callToolStream(
-      { name: 'ask_human', arguments: { question: 'Deploy to production?', choices: ['Yes', 'No'] } },
+      // More choices than one-tap buttons are offered for: a form, which checks that one is chosen.
+      { name: 'ask_human', arguments: { question: 'Deploy to production?', choices: ['Yes', 'No', 'Not yet', 'Never', 'Ask me later'] } },
       CallToolResultSchema,
       { task: {}, timeout: 120_000 },
     )) results.push(message);

@@ -31,8 +31,7 @@ test('a 2026-07-28 task and a 2025-11-25 task side by side; the person answers t
   await questions.openFromInbox('Ship the modern build?');
   await expect(page.getByTestId('protocol')).toContainText(`MCP ${modernVersion}: stateless`);
   await expect(page.getByTestId('started-by')).toContainText('tasks extension');
-  await questions.form('Ship the modern build?').getByLabel('Answer').selectOption('Ship');
-  await questions.submit('Ship the modern build?');
+  await questions.tap('Ship the modern build?', 'Ship');
 
   await expect
     .poll(async () => (await modern.call('tasks/get', { taskId: created.taskId })).status, { timeout: 20_000 })

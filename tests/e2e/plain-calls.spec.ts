@@ -24,8 +24,7 @@ test('a plain ask_human call waits while the person answers in the dashboard, th
     await expect(page.getByTestId('plain-call')).toHaveText('Plain call from sdk2-client');
     await expect(page.getByTestId('started-by')).toContainText('A plain tools/call');
     await page.screenshot({ path: path.join(screenshots, 'plain-call-question.png'), fullPage: true });
-    await questions.form('Merge the release branch?').getByLabel('Answer').selectOption('Merge');
-    await questions.submit('Merge the release branch?');
+    await questions.tap('Merge the release branch?', 'Merge');
 
     const result = await call;
     expect(result.content).toEqual([{ type: 'text', text: 'Answer (given in the dashboard): Merge' }]);

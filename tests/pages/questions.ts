@@ -12,6 +12,11 @@ export class QuestionsPage {
     await this.form(message).getByRole('button', { name: button, exact: true }).click();
   }
 
+  /** Answers a question of a few choices with its one-tap button. */
+  async tap(message: string, choice: string) {
+    await this.form(message).getByRole('button', { name: choice, exact: true }).click();
+  }
+
   inboxCount() {
     return this.page.getByTestId('inbox-count');
   }

@@ -155,6 +155,7 @@ export const tasks = pgTable(
     progress: doublePrecision('progress'),
     progressTotal: doublePrecision('progress_total'),
     progressMessage: text('progress_message'),
+    partialOutput: text('partial_output'),
     result: jsonText<Record<string, unknown>>('result'),
     error: jsonText<{ code: number; message: string; data?: unknown }>('error'),
     attempt: integer('attempt').notNull().default(1),

@@ -34,3 +34,17 @@ export async function signUpWithToken(page: Page, label: string): Promise<string
   await tokens.goto();
   return tokens.create(`${label}-token`);
 }
+
+/** The browser tests of a file whose server needs settings of its own: a server per test, and its URL as baseURL. */
+export function testWithServer(env: Record<string, string>) {
+  return test.extend<{ ownServer: TestServer }>({
+    ownServer: async ({}, use) => {
+      const server = await startServer({ SIGNIN_MAX_PER_IP: '100000', SIGNUP_MAX_PER_IP: '100000', ...env });
+      await use(server);
+      await server.stop();
+    },
+    baseURL: async ({ ownServer }, use) => {
+      await use(ownServer.url);
+    },
+  });
+}

@@ -5,7 +5,7 @@ import type { taskEvents, tasks, TaskStatus } from '../schema';
 import { endEventOf, eventTask, notify } from './notifications';
 
 export type TaskRow = typeof tasks.$inferSelect;
-export type NewTaskRow = Omit<TaskRow, 'lastUpdatedAt' | 'progress' | 'progressTotal' | 'progressMessage' | 'result' | 'error' | 'attempt'>;
+export type NewTaskRow = Omit<TaskRow, 'lastUpdatedAt' | 'progress' | 'progressTotal' | 'progressMessage' | 'result' | 'error' | 'attempt' | 'partialOutput'>;
 export type TaskEventRow = typeof taskEvents.$inferSelect;
 
 /** A task's events are written with every creation and transition: one prepared statement. */
@@ -145,10 +145,10 @@ export interface TaskFilter {
 
 /** A task as lists show it: everything but its arguments, result and error, which a page does not decode. */
 function taskListColumns(t: QueryContext['t']) {
-  const { arguments: _arguments, result: _result, error: _error, ...columns } = getTableColumns(t.tasks);
+  const { arguments: _arguments, result: _result, error: _error, partialOutput: _partialOutput, ...columns } = getTableColumns(t.tasks);
   return columns;
 }
-export type TaskListRow = Omit<TaskRow, 'arguments' | 'result' | 'error'>;
+export type TaskListRow = Omit<TaskRow, 'arguments' | 'result' | 'error' | 'partialOutput'>;
 
 /** A user's tasks, newest first, strictly after the keyset position when one is given. */
 export const listTasksByUserId = defineQuery(function* (
@@ -276,6 +276,7 @@ const updateLiveFields = preparedQuery((q) =>
       progressTotal: sql`${sql.placeholder('progressTotal')}`,
       progressMessage: sql`${sql.placeholder('progressMessage')}`,
       statusMessage: sql`${sql.placeholder('statusMessage')}`,
+      partialOutput: sql`${sql.placeholder('partialOutput')}`,
       lastUpdatedAt: nextUpdatedAt(q, q.dialect === 'pg' ? sql`cast(${sql.placeholder('now')} as bigint)` : sql.placeholder('now')),
     })
     .where(and(eq(q.t.tasks.id, sql.placeholder('id')), inArray(q.t.tasks.status, ['working', 'input_required']))),
@@ -287,10 +288,14 @@ const updateLiveFields = preparedQuery((q) =>
  * and returns no rows.
  */
 export const storeTasksProgress = defineQuery(
-  function* (q, list: Array<Pick<TaskRow, 'id' | 'progress' | 'progressTotal' | 'progressMessage' | 'statusMessage'>>, now: number): Program<boolean[]> {
+  function* (
+    q,
+    list: Array<Pick<TaskRow, 'id' | 'progress' | 'progressTotal' | 'progressMessage' | 'statusMessage' | 'partialOutput'>>,
+    now: number,
+  ): Program<boolean[]> {
     const stored: boolean[] = [];
-    for (const { id, progress, progressTotal, progressMessage, statusMessage } of list) {
-      stored.push((yield* changes(updateLiveFields(q), { id, progress, progressTotal, progressMessage, statusMessage, now })) > 0);
+    for (const { id, progress, progressTotal, progressMessage, statusMessage, partialOutput } of list) {
+      stored.push((yield* changes(updateLiveFields(q), { id, progress, progressTotal, progressMessage, statusMessage, partialOutput, now })) > 0);
     }
     return stored;
   },

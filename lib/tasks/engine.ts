@@ -72,6 +72,16 @@ const passingEvents = new Set<BusEvent['type']>(['task-progress', 'task-log', 't
 /** Leases renewed in one statement at most (a process may run thousands of tasks). */
 const leaseBatch = 5_000;
 
+/** A task keeps the latest this many characters of its partial output. */
+export const partialOutputChars = 64 * 1024;
+const truncationMark = '…\n';
+
+/** The output with `text` added, its start dropped (and marked) once it grows past the bound. */
+export function appendOutput(output: string | null, text: string): string {
+  const whole = (output ?? '') + text;
+  return whole.length <= partialOutputChars ? whole : truncationMark + whole.slice(whole.length - partialOutputChars + truncationMark.length);
+}
+
 /** A shorter ttl would let a task expire before a client could poll it even once. */
 export const minTtlMs = 1000;
 
@@ -409,6 +419,10 @@ export class TaskEngine {
         if (controller.signal.aborted) return;
         const updated = progress.report({ statusMessage: message });
         if (updated) this.announce(updated, false);
+      },
+      // Kept with the task; the progress report that follows it publishes the change.
+      output: (text) => {
+        if (!controller.signal.aborted) progress.report({ partialOutput: appendOutput(row.partialOutput, text) });
       },
       log: (level, data, logger) => {
         if (controller.signal.aborted) return;

@@ -1,6 +1,6 @@
 import type { TaskRow } from '@/db/queries/tasks';
 
-export type ProgressUpdate = Partial<{ progress: number; progressTotal: number | null; progressMessage: string | null; statusMessage: string }>;
+export type ProgressUpdate = Partial<{ progress: number; progressTotal: number | null; progressMessage: string | null; statusMessage: string; partialOutput: string }>;
 
 /**
  * Progress writes of all running tasks, stored together: what falls due in one turn of the event loop

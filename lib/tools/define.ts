@@ -22,6 +22,12 @@ export interface ToolContext {
   progress(done: number, total?: number, message?: string): void;
   /** Sets the task's human-readable statusMessage. */
   status(message: string): void;
+  /**
+   * Publishes partial output while the tool runs (a line, or the next part of a growing result): kept
+   * with the task (its latest 64 KB), shown live on the task's page, and sent to a client that asked for
+   * progress as a progress message (the protocol has no partial result).
+   */
+  output(text: string): void;
   /** The task id when running as a task. */
   taskId?: string;
   /**
@@ -138,15 +144,31 @@ export async function executeTool(tool: ToolDefinition, rawArgs: unknown, ctx: T
   }
 }
 
-/** Progress must increase with each notification: a report that does not is dropped. */
+/** A progress message carries at most this much of an output. */
+const outputMessageChars = 1000;
+
+/**
+ * Progress must increase with each notification: a report that does not is dropped. Partial output is
+ * kept by the context and reported as progress that moves by a step too small to show, with the output
+ * (its last line, when it has several) as the message.
+ */
 function withIncreasingProgress(ctx: ToolContext): ToolContext {
   let last = ctx.resumedFrom?.progress ?? Number.NEGATIVE_INFINITY;
+  let lastTotal: number | undefined;
+  const progress = (done: number, total?: number, message?: string) => {
+    if (!(done > last)) return;
+    last = done;
+    if (total !== undefined) lastTotal = total;
+    ctx.progress(done, total, message);
+  };
   return {
     ...ctx,
-    progress(done, total, message) {
-      if (!(done > last)) return;
-      last = done;
-      ctx.progress(done, total, message);
+    progress,
+    output(text) {
+      if (typeof text !== 'string' || text.length === 0) return;
+      ctx.output(text);
+      const line = text.replace(/\n+$/, '').split('\n').at(-1) ?? '';
+      progress((Number.isFinite(last) ? last : 0) + (lastTotal ?? 1) * 1e-6, lastTotal, line.slice(-outputMessageChars));
     },
   };
 }

@@ -279,8 +279,32 @@ export const jsonSchema202012Tool = defineTool({
   },
 });
 
+/** Publishes partial output as it works: numbered lines, or one large chunk after another. */
+export const partialOutputTool = defineTool({
+  name: 'fixture_partial_output',
+  description: 'Writes `lines` numbered lines of partial output (or `chunks` chunks of 10,000 characters), `pauseMs` apart, then returns.',
+  inputSchema: z.object({
+    lines: z.number().int().min(0).max(1000).default(0),
+    chunks: z.number().int().min(0).max(100).default(0),
+    pauseMs: z.number().int().min(0).max(10_000).default(0),
+  }),
+  taskSupport: 'optional',
+  async run({ lines, chunks, pauseMs }, ctx) {
+    for (let line = 1; line <= lines; line++) {
+      ctx.output(`line ${line}\n`);
+      await sleep(pauseMs, undefined, { signal: ctx.signal });
+    }
+    for (let chunk = 1; chunk <= chunks; chunk++) {
+      ctx.output(`${String(chunk).padStart(3, '0')}:${'x'.repeat(9_995)}\n`);
+      await sleep(pauseMs, undefined, { signal: ctx.signal });
+    }
+    return textResult(`Wrote ${lines} lines and ${chunks} chunks.`);
+  },
+});
+
 export const fixtureTools = [
   observedDelayTool,
+  partialOutputTool,
   requiresTaskTool,
   logEveryLevelTool,
   simpleTextTool,

@@ -49,6 +49,8 @@ export async function runToolNow(
         });
       },
       status: () => {},
+      // Without a task nothing keeps it: the progress message is all the client gets.
+      output: () => {},
       log: (level, data, logger) => logs.log(level, data, logger),
       closeStream: call.closeStream,
       elicit: askOnlyInTasks,
@@ -116,15 +118,18 @@ export class ProgressRelay {
   }
 
   sync(task: TaskRow): void {
-    this.message = task.progressMessage ?? task.statusMessage ?? undefined;
+    const message = task.progressMessage ?? task.statusMessage ?? undefined;
+    const news = message !== this.message;
+    this.message = message;
     // Reports arrive as they are made and the stored task can be a second behind: keep the newest.
     if (task.progress === null || (this.latest !== undefined && task.progress < this.latest)) return;
     this.latest = task.progress;
     if (task.progressTotal !== null) this.total = task.progressTotal;
-    if (this.lastSent === undefined || task.progress > this.lastSent) {
-      // A client that dropped the stream catches up with the latest progress when it resumes.
-      if (this.ctx.isStreamRead()) this.notify(task.progress, task.progressMessage ?? undefined);
-    }
+    if (!this.ctx.isStreamRead()) return;
+    // A client that dropped the stream catches up with the latest progress when it resumes.
+    if (this.lastSent === undefined || task.progress > this.lastSent) this.notify(task.progress, task.progressMessage ?? undefined);
+    // A new message (partial output) is sent even when a heartbeat has already passed its number.
+    else if (news && task.progressMessage) this.notify(this.lastSent + heartbeatStep(this.total), task.progressMessage);
   }
 
   stop(): void {

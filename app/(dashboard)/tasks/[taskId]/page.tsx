@@ -84,6 +84,19 @@ export default async function TaskPage({ params }: { params: Promise<{ taskId: s
               {task.progressMessage && <p className="mt-2 text-sm text-zinc-600 dark:text-zinc-400">{task.progressMessage}</p>}
             </Card>
           )}
+          {task.partialOutput && (
+            <Card title={terminal ? 'Output' : 'Output so far'}>
+              <pre
+                tabIndex={0}
+                role="region"
+                aria-label="Partial output"
+                data-testid="partial-output"
+                className="max-h-96 overflow-auto rounded-md bg-zinc-950 p-3 font-mono text-xs leading-relaxed whitespace-pre-wrap text-zinc-100"
+              >
+                {task.partialOutput}
+              </pre>
+            </Card>
+          )}
           <Card title="Result">
             {terminal || task.result ? (
               <ResultView result={task.result} error={task.status === 'cancelled' && !task.result ? null : task.error} />

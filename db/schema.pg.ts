@@ -315,3 +315,11 @@ export const notificationAttempts = pgTable(
   },
   (table) => [index('notification_attempts_target_idx').on(table.targetId, table.id)],
 );
+
+export const notificationPreferences = pgTable('notification_preferences', {
+  userId: text('user_id')
+    .primaryKey()
+    .references(() => users.id, { onDelete: 'cascade' }),
+  quietWhileLive: integer('quiet_while_live').notNull().default(0),
+  maxPerMinute: integer('max_per_minute').notNull(),
+});

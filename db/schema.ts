@@ -352,3 +352,14 @@ export const notificationAttempts = sqliteTable(
   },
   (table) => [index('notification_attempts_target_idx').on(table.targetId, table.id)],
 );
+
+/** How a person wants to be told, whatever the channel (webhooks excepted: they are for machines). */
+export const notificationPreferences = sqliteTable('notification_preferences', {
+  userId: text('user_id')
+    .primaryKey()
+    .references(() => users.id, { onDelete: 'cascade' }),
+  /** 1: nothing by e-mail or push about a task whose client has a live connection (the person is at it). */
+  quietWhileLive: integer('quiet_while_live').notNull().default(0),
+  /** Messages per minute to each browser and e-mail at most; what comes beyond waits for one digest. */
+  maxPerMinute: integer('max_per_minute').notNull(),
+});

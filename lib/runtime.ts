@@ -69,6 +69,10 @@ export function getRuntime(): Runtime {
       retryWindowMs: env.NOTIFY_RETRY_WINDOW_MS,
       maxPerMinute: env.NOTIFY_MAX_PER_MINUTE,
       alone: !env.DATABASE_URL,
+      liveSessions: async (sessionIds) => {
+        const open = new Set(await sessionsWithStreamOpen(streams.openSessionIds()));
+        return sessionIds.filter((id) => open.has(id));
+      },
       vapid: { subject: env.VAPID_SUBJECT ?? env.APP_URL.replace(/^http:/, 'https:'), ...getVapidKeys() },
       mail: env.SMTP_URL
         ? {

@@ -1,6 +1,6 @@
 import { and, asc, desc, eq, gt, inArray, isNull, lt, lte, max, or, sql } from 'drizzle-orm';
 import { changes, defineQuery, first, lock, rows, type Program, type QueryContext } from '../run';
-import type { notificationAttempts, notificationEvents, NotificationEventType, notificationTargets, TaskStatus } from '../schema';
+import type { notificationAttempts, notificationEvents, NotificationEventType, notificationPreferences, notificationTargets, TaskStatus } from '../schema';
 import type { TaskRow } from './tasks';
 
 export type NotificationEventRow = typeof notificationEvents.$inferSelect;
@@ -10,6 +10,8 @@ export type NotificationAttemptRow = typeof notificationAttempts.$inferSelect;
 /** The task as an event tells of it: enough to write the message after the task itself is gone. */
 export interface EventTask {
   id: string;
+  /** The MCP session that started it (2025-11-25 clients): live while it has a stream open. */
+  sessionId?: string | null;
   tool: string;
   status: TaskStatus;
   statusMessage: string | null;
@@ -36,6 +38,7 @@ export interface EventPayload {
 export function eventTask(task: TaskRow, status: TaskStatus = task.status): EventTask {
   return {
     id: task.id,
+    sessionId: task.sessionId,
     tool: task.toolName,
     status,
     statusMessage: task.statusMessage,
@@ -290,3 +293,19 @@ export function questionOf(input: { id: string; key: string; request: Record<str
     }),
   };
 }
+
+export type NotificationPreferencesRow = typeof notificationPreferences.$inferSelect;
+
+export const getNotificationPreferences = defineQuery(function* (q, userId: string): Program<NotificationPreferencesRow | undefined> {
+  return yield* first(q.db.select().from(q.t.notificationPreferences).where(eq(q.t.notificationPreferences.userId, userId)));
+});
+
+export const setNotificationPreferences = defineQuery(function* (q, preferences: NotificationPreferencesRow): Program<void> {
+  const { notificationPreferences: table } = q.t;
+  yield* changes(
+    q.db
+      .insert(table)
+      .values(preferences)
+      .onConflictDoUpdate({ target: table.userId, set: { quietWhileLive: preferences.quietWhileLive, maxPerMinute: preferences.maxPerMinute } }),
+  );
+});

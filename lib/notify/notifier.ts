@@ -5,9 +5,11 @@ import {
   claimDueTargets,
   deleteNotificationTarget,
   finishDelivery,
-  releaseNotificationClaims,
+  getNotificationPreferences,
   pendingEventsOf,
+  releaseNotificationClaims,
   recordDeliveryAttempt,
+  type EventPayload,
   type NotificationEventRow,
   type NotificationTargetRow,
 } from '@/db/queries/notifications';
@@ -28,6 +30,8 @@ export interface NotifierConfig {
   alone: boolean;
   mail?: { transport: Pick<Transporter, 'sendMail'>; from: string };
   vapid: { subject: string; publicKey: string; privateKey: string };
+  /** Of these MCP sessions, the ones with a stream open now (on any instance): their clients are live. */
+  liveSessions(sessionIds: string[]): Promise<string[]>;
 }
 
 /** What one attempt came to. */
@@ -138,14 +142,20 @@ export class Notifier {
         await finishDelivery(target.id, holder, { nextAttemptAt: Date.now() + minuteMs });
         return;
       }
-      const { events, scannedTo } = await pendingEventsOf(target, batched ? digestSize : 1);
-      if (events.length === 0) {
+      const { events: pending, scannedTo } = await pendingEventsOf(target, batched ? digestSize : 1);
+      if (pending.length === 0) {
         await finishDelivery(target.id, holder, { cursor: scannedTo });
+        return;
+      }
+      const preferences = batched && target.userId ? await getNotificationPreferences(target.userId) : undefined;
+      const events = preferences?.quietWhileLive ? await this.notWatched(pending) : pending;
+      if (events.length === 0) {
+        await finishDelivery(target.id, holder, { cursor: pending.at(-1)!.id });
         return;
       }
       const now = Date.now();
       const window = now - target.windowStart < minuteMs ? { start: target.windowStart, sent: target.sentInWindow } : { start: now, sent: 0 };
-      if (batched && window.sent >= this.config.maxPerMinute) {
+      if (batched && window.sent >= (preferences?.maxPerMinute ?? this.config.maxPerMinute)) {
         await finishDelivery(target.id, holder, { nextAttemptAt: window.start + minuteMs });
         return;
       }
@@ -174,7 +184,7 @@ export class Notifier {
         await finishDelivery(
           target.id,
           holder,
-          { cursor: events.at(-1)!.id, attempts: 0, failingSince: null, lastError: null, nextAttemptAt: 0, windowStart: window.start, sentInWindow: window.sent + 1 },
+          { cursor: pending.at(-1)!.id, attempts: 0, failingSince: null, lastError: null, nextAttemptAt: 0, windowStart: window.start, sentInWindow: window.sent + 1 },
           { ...log, outcome: 'delivered' },
         );
         return;
@@ -198,6 +208,15 @@ export class Notifier {
     } catch (error) {
       console.error(`Delivering to notification target ${target.id} failed`, error);
     }
+  }
+
+  /** The events whose task's client has no live connection now: the person is not at it. */
+  private async notWatched(events: NotificationEventRow[]): Promise<NotificationEventRow[]> {
+    const sessionOf = (event: NotificationEventRow) => (event.payload as unknown as EventPayload).task.sessionId ?? null;
+    const sessions = [...new Set(events.map(sessionOf).filter((id): id is string => id !== null))];
+    if (sessions.length === 0) return events;
+    const live = new Set(await this.config.liveSessions(sessions));
+    return events.filter((event) => !live.has(sessionOf(event) ?? ''));
   }
 
   private async sendWebhook(target: Pick<NotificationTargetRow, 'address' | 'secret'>, messageId: string, body: Record<string, unknown>): Promise<Outcome> {

@@ -5,6 +5,9 @@ import { createNotificationTarget, deleteNotificationTarget, listNotificationTar
 import { notificationEventTypes, type NotificationEventType } from '@/db/schema';
 import { bareHost, isPublicAddress } from './outbound';
 
+/** The most messages a minute a person may ask for, per browser and e-mail. */
+export const maxPerMinuteChoice = 60;
+
 /** A person (or the operator, for every user) may have this many webhooks. */
 export const maxWebhooksPerOwner = 10;
 

@@ -30,6 +30,7 @@ const tables = [
   'notification_events',
   'notification_targets',
   'notification_attempts',
+  'notification_preferences',
 ];
 
 let folder: string;
@@ -185,6 +186,7 @@ beforeAll(async () => {
   const writable = new Database(sqlitePath);
   const userId = writable.prepare('SELECT id FROM users').pluck().get() as string;
   writable.prepare('INSERT INTO linked_accounts (provider, provider_account_id, user_id, created_at) VALUES (?, ?, ?, ?)').run('github', '12345', userId, Date.now());
+  writable.prepare('INSERT INTO notification_preferences (user_id, quiet_while_live, max_per_minute) VALUES (?, 1, 12)').run(userId);
   writable.close();
   const reader = new Database(sqlitePath, { readonly: true });
   for (const column of ['password_hash FROM users', 'token_hash FROM access_tokens', 'id_hash FROM oauth_records', 'payload FROM oauth_records', 'response FROM task_inputs']) {
@@ -211,7 +213,7 @@ describe('npm run db:copy', () => {
     for (const table of tables) {
       expect(copy.stdout).toContain(`  ${table}: ${sqliteRows(table).length} rows\n`);
     }
-    expect(copy.stdout).toMatch(/^Copied 13 tables, \d+ rows; every table has as many rows in PostgreSQL as in SQLite\.$/m);
+    expect(copy.stdout).toMatch(/^Copied 14 tables, \d+ rows; every table has as many rows in PostgreSQL as in SQLite\.$/m);
     await expectSameRows(database.url);
     expect(fs.readFileSync(sqlitePath).equals(fileBefore)).toBe(true);
 

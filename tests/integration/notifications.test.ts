@@ -279,6 +279,42 @@ describe('e-mail', () => {
     expect(second.text).toContain('"secretNote"');
   });
 
+  it('keeps quiet about a task whose client is connected live, when the person asks for that', async () => {
+    const mcp = await client('liv@example.com');
+    expect(setPassword(server, 'liv@example.com', password).status).toBe(0);
+    const { sessionCookie } = await signIn(server, 'liv@example.com', password);
+    expect((await saveEmail(sessionCookie!, ['task.input_required'])).status).toBe(200);
+    const savePreferences = (fields: Record<string, string>) => {
+      const form = new FormData();
+      for (const [name, value] of Object.entries(fields)) form.set(`_1_${name}`, value);
+      form.set('0', JSON.stringify([{}, '$K1']));
+      return callServerAction(server, { page: '/notifications', filename: 'app/(dashboard)/notifications/actions.ts', exportedName: 'savePreferencesAction', body: form, cookie: sessionCookie });
+    };
+    for (const bad of ['0', '61', 'many', '2.5']) expect((await savePreferences({ quietWhileLive: 'on', maxPerMinute: bad })).text).toContain('from 1 to 60');
+    const user = server.db().prepare('SELECT id FROM users WHERE email = ?').get('liv@example.com') as { id: string };
+    const preferences = () => server.db().prepare('SELECT quiet_while_live AS quiet, max_per_minute AS "perMinute" FROM notification_preferences WHERE user_id = ?').get(user.id);
+    expect(preferences()).toBeUndefined();
+    expect((await savePreferences({ quietWhileLive: 'on', maxPerMinute: '10' })).text).not.toContain('from 1 to 60');
+    expect(preferences()).toEqual({ quiet: 1, perMinute: 10 });
+
+    const mailsToLiv = () => mail.messages.filter((message) => message.to.includes('liv@example.com'));
+    const target = server.db().prepare("SELECT id FROM notification_targets WHERE user_id = ? AND channel = 'email'").get(user.id) as { id: string };
+    const stream = await mcp.openGetStream();
+    await mcp.call('tools/call', { name: 'ask_human', arguments: { question: 'Watching?' }, task: {} });
+    const asked = () => (server.db().prepare('SELECT max(id) AS id FROM notification_events WHERE user_id = ?').get(user.id) as { id: number }).id;
+    await expect.poll(() => asked()).toBeGreaterThan(0);
+    // The event is passed over, not sent: its client has a stream open.
+    await expect.poll(() => targetRow(target.id).cursor, { timeout: 10_000 }).toBe(asked());
+    expect(mailsToLiv()).toHaveLength(0);
+
+    // A question from another client of hers, with no stream open, is sent.
+    const other = await client('liv@example.com');
+    await other.call('tools/call', { name: 'ask_human', arguments: { question: 'From the other client?' }, task: {} });
+    await expect.poll(() => mailsToLiv().length, { timeout: 10_000 }).toBe(1);
+    expect(readMail(mailsToLiv()[0].raw).subject).toBe('“ask_human” asks: From the other client?');
+    await stream.close();
+  });
+
   it('sends one digest for what piled up while the mail server refused, within the per-minute budget', async () => {
     const mcp = await client('hal@example.com');
     expect(setPassword(server, 'hal@example.com', password).status).toBe(0);

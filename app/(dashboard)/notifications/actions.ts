@@ -2,10 +2,10 @@
 
 import { revalidatePath } from 'next/cache';
 import { z } from 'zod';
-import { deleteNotificationTarget, getNotificationTarget, resumeNotificationTarget } from '@/db/queries/notifications';
+import { deleteNotificationTarget, getNotificationTarget, resumeNotificationTarget, setNotificationPreferences } from '@/db/queries/notifications';
 import { notificationEventTypes } from '@/db/schema';
 import { getEnv } from '@/lib/env';
-import { addWebhook, pushSubscriptionSchema, setEmailPreferences, subscribeBrowser } from '@/lib/notify/targets';
+import { addWebhook, maxPerMinuteChoice, pushSubscriptionSchema, setEmailPreferences, subscribeBrowser } from '@/lib/notify/targets';
 import { getRuntime } from '@/lib/runtime';
 import { formActionArguments, validatedActionWithUser } from '@/lib/validated-action';
 
@@ -97,5 +97,19 @@ export const subscribeBrowserAction = validatedActionWithUser(
     if ('error' in subscribed) return { error: subscribed.error };
     revalidatePath('/notifications');
     return { id: subscribed.target.id };
+  },
+);
+
+export type SavePreferencesState = { saved?: boolean; error?: string };
+
+export const savePreferencesAction = validatedActionWithUser(
+  formActionArguments,
+  { signedOut: { error: sessionExpired } as SavePreferencesState, invalid: { error: unreadable } as SavePreferencesState },
+  async (user, _previous, form): Promise<SavePreferencesState> => {
+    const perMinute = z.coerce.number().int().min(1).max(maxPerMinuteChoice).safeParse(form.get('maxPerMinute'));
+    if (!perMinute.success) return { error: `Choose a whole number of messages a minute, from 1 to ${maxPerMinuteChoice}.` };
+    await setNotificationPreferences({ userId: user.id, quietWhileLive: form.get('quietWhileLive') === 'on' ? 1 : 0, maxPerMinute: perMinute.data });
+    revalidatePath('/notifications');
+    return { saved: true };
   },
 );

@@ -1,12 +1,14 @@
 import { AddWebhookForm } from '@/components/notifications/add-webhook-form';
 import { EmailForm } from '@/components/notifications/email-form';
+import { PreferencesForm } from '@/components/notifications/preferences-form';
 import { PushControls } from '@/components/notifications/push-controls';
 import { WebhookButtons } from '@/components/notifications/webhook-buttons';
 import { Card } from '@/components/ui/card';
 import { RelativeTime } from '@/components/ui/relative-time';
-import { listDeliveryAttempts, listNotificationTargets } from '@/db/queries/notifications';
+import { getNotificationPreferences, listDeliveryAttempts, listNotificationTargets } from '@/db/queries/notifications';
 import { requireUser } from '@/lib/auth/session';
 import { getEnv } from '@/lib/env';
+import { maxPerMinuteChoice } from '@/lib/notify/targets';
 import { getVapidKeys } from '@/lib/notify/vapid';
 
 export const dynamic = 'force-dynamic';
@@ -35,6 +37,7 @@ export default async function NotificationsPage() {
   const targets = await listNotificationTargets(user.id);
   const email = targets.find((target) => target.channel === 'email');
   const pushes = targets.filter((target) => target.channel === 'push');
+  const preferences = await getNotificationPreferences(user.id);
   const webhooks = await Promise.all(
     targets.filter((target) => target.channel === 'webhook').map(async (target) => ({ target, attempts: await listDeliveryAttempts(target.id, logLength) })),
   );
@@ -65,6 +68,9 @@ export default async function NotificationsPage() {
         ) : (
           <p className="text-sm text-zinc-600 dark:text-zinc-400">E-mail is off on this server: its operator has not set SMTP_URL.</p>
         )}
+      </Card>
+      <Card title="Preferences">
+        <PreferencesForm quietWhileLive={preferences?.quietWhileLive === 1} maxPerMinute={preferences?.maxPerMinute ?? env.NOTIFY_MAX_PER_MINUTE} most={maxPerMinuteChoice} />
       </Card>
       <Card title="Add a webhook">
         <p className="mb-4 text-sm text-zinc-600 dark:text-zinc-400">

@@ -5,14 +5,14 @@ import { LiveRefresh } from '@/components/tasks/live-refresh';
 import { NavLink } from '@/components/ui/nav-link';
 import { PushMessages } from '@/components/notifications/push-messages';
 import { getRuntime } from '@/lib/runtime';
-import { countFailingTargets } from '@/db/queries/notifications';
+import { countFailingWebhooks } from '@/db/queries/notifications';
 import { getCurrentUser } from '@/lib/auth/session';
 
 export default async function DashboardLayout({ children }: { children: React.ReactNode }) {
   // Each page checks the session itself too; this only fills the header.
   const user = await getCurrentUser();
   const waiting = user ? await getRuntime().engine.inputs.countWaitingForUser(user.id) : 0;
-  const failingWebhooks = user ? await countFailingTargets(user.id) : 0;
+  const failingWebhooks = user ? await countFailingWebhooks(user.id) : 0;
   return (
     <div className="min-h-screen bg-zinc-50 dark:bg-zinc-950">
       <header className="border-b border-zinc-200 bg-white dark:border-zinc-800 dark:bg-zinc-900">

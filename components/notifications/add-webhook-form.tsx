@@ -3,8 +3,8 @@
 import { useActionState } from 'react';
 import { addWebhookAction, type AddWebhookState } from '@/app/(dashboard)/notifications/actions';
 import { Button } from '@/components/ui/button';
-import { CopyButton } from '@/components/ui/copy-button';
-import { Field, inputClass } from '@/components/ui/field';
+import { Field } from '@/components/ui/field';
+import { OneTimeSecret } from '@/components/ui/one-time-secret';
 import { endEvents, questionEvents } from '@/lib/notify/messages';
 import { EventChoices } from './event-choices';
 
@@ -21,18 +21,13 @@ export function AddWebhookForm() {
         </Button>
       </form>
       {state.secret && (
-        <div className="rounded-md border border-emerald-200 bg-emerald-50 p-4 dark:border-emerald-900 dark:bg-emerald-950" role="status">
-          <p className="mb-2 text-sm font-medium text-emerald-900 dark:text-emerald-200">
-            Webhook added for {state.url}. Copy its signing secret now: it will not be shown again.
-          </p>
-          <label htmlFor="new-webhook-secret" className="mb-1 block text-sm font-medium">
-            Signing secret
-          </label>
-          <div className="flex gap-2">
-            <input id="new-webhook-secret" readOnly value={state.secret} className={`${inputClass} font-mono`} onFocus={(event) => event.currentTarget.select()} />
-            <CopyButton text={state.secret} label="Copy the signing secret" />
-          </div>
-        </div>
+        <OneTimeSecret
+          note={`Webhook added for ${state.url}. Copy its signing secret now: it will not be shown again.`}
+          id="new-webhook-secret"
+          label="Signing secret"
+          value={state.secret}
+          copyLabel="Copy the signing secret"
+        />
       )}
     </div>
   );

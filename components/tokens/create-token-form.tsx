@@ -3,8 +3,8 @@
 import { useActionState } from 'react';
 import { createTokenAction, type CreateTokenState } from '@/app/(dashboard)/tokens/actions';
 import { Button } from '@/components/ui/button';
-import { CopyButton } from '@/components/ui/copy-button';
 import { Field, inputClass } from '@/components/ui/field';
+import { OneTimeSecret } from '@/components/ui/one-time-secret';
 
 export function CreateTokenForm() {
   const [state, action, pending] = useActionState<CreateTokenState, FormData>(createTokenAction, {});
@@ -36,18 +36,7 @@ export function CreateTokenForm() {
         </p>
       )}
       {state.token && (
-        <div className="rounded-md border border-emerald-200 bg-emerald-50 p-4 dark:border-emerald-900 dark:bg-emerald-950" role="status">
-          <p className="mb-2 text-sm font-medium text-emerald-900 dark:text-emerald-200">
-            Token “{state.name}” created. Copy it now: it will not be shown again.
-          </p>
-          <label htmlFor="new-token" className="mb-1 block text-sm font-medium">
-            New token
-          </label>
-          <div className="flex gap-2">
-            <input id="new-token" readOnly value={state.token} className={`${inputClass} font-mono`} onFocus={(event) => event.currentTarget.select()} />
-            <CopyButton text={state.token} label="Copy the new token" />
-          </div>
-        </div>
+        <OneTimeSecret note={`Token “${state.name}” created. Copy it now: it will not be shown again.`} id="new-token" label="New token" value={state.token} copyLabel="Copy the new token" />
       )}
     </div>
   );

@@ -60,13 +60,8 @@ export function endEventOf(status: TaskStatus): NotificationEventType | undefine
   return endEvents[status];
 }
 
-/** Writes an event into the outbox, inside the caller's transaction. */
-export function* recordNotificationEvent(q: QueryContext, type: NotificationEventType, userId: string, payload: EventPayload, now = Date.now()): Program<void> {
-  yield* changes(q.db.insert(q.t.notificationEvents).values({ userId, taskId: payload.task.id, type, payload: payload as unknown as Record<string, unknown>, createdAt: now }));
-}
-
 /** The newest event's id (0 with none): where a new target starts, so that it is told only of what follows. */
-export function* latestEventId(q: QueryContext): Program<number> {
+function* latestEventId(q: QueryContext): Program<number> {
   const row = yield* first(q.db.select({ id: max(q.t.notificationEvents.id) }).from(q.t.notificationEvents));
   return Number(row?.id ?? 0);
 }
@@ -134,14 +129,14 @@ export const resumeNotificationTarget = defineQuery(function* (q, id: string, us
   );
 });
 
-/** How many of the person's own targets are failing: the dashboard says so on every page. */
-export const countFailingTargets = defineQuery(function* (q, userId: string): Program<number> {
+/** How many of the person's own webhooks are failing: the dashboard says so on every page. */
+export const countFailingWebhooks = defineQuery(function* (q, userId: string): Program<number> {
   const { notificationTargets: targets } = q.t;
   const found = yield* rows(
     q.db
       .select({ id: targets.id })
       .from(targets)
-      .where(and(eq(targets.userId, userId), eq(targets.status, 'failing'))),
+      .where(and(eq(targets.userId, userId), eq(targets.channel, 'webhook'), eq(targets.status, 'failing'))),
   );
   return found.length;
 });
@@ -229,7 +224,7 @@ export const finishDelivery = defineQuery(
 );
 
 /** The delivery log keeps this many attempts per target. */
-export const attemptsKept = 50;
+const attemptsKept = 50;
 
 /** Logs an attempt that moved no cursor ("Send test event"). */
 export const recordDeliveryAttempt = defineQuery((q, attempt: Omit<NotificationAttemptRow, 'id'>) => logAttempt(q, attempt), { transaction: 'immediate' });
@@ -260,8 +255,9 @@ export const deleteOldNotificationEvents = defineQuery(function* (q, before: num
 });
 
 /**
- * Writes the event when someone is to be told of it: the user has a target, or the operator has one for
- * every user. A target starts after the newest event, so an event nobody could be told of is not kept.
+ * Writes the event into the outbox, inside the caller's transaction, when someone is to be told of it:
+ * the user has a target, or the operator has one for every user. A target starts after the newest
+ * event, so an event nobody could be told of is not kept.
  */
 export function* notify(q: QueryContext, type: NotificationEventType, userId: string, payload: EventPayload, now = Date.now()): Program<void> {
   const { notificationTargets: targets } = q.t;
@@ -276,7 +272,7 @@ export function* notify(q: QueryContext, type: NotificationEventType, userId: st
   // Events commit in the order of their ids (PostgreSQL hands ids out before commit): a reader that sees
   // one has seen every earlier one, so moving a cursor past what it read skips nothing still to come.
   yield* lock(q, 'notification-events');
-  yield* recordNotificationEvent(q, type, userId, payload, now);
+  yield* changes(q.db.insert(q.t.notificationEvents).values({ userId, taskId: payload.task.id, type, payload: payload as unknown as Record<string, unknown>, createdAt: now }));
 }
 
 /** A form question as an event tells it: its message and its fields' names, titles and types. */

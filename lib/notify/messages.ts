@@ -13,7 +13,7 @@ export const eventLabels: Record<NotificationEventType, string> = {
 export const questionEvents: NotificationEventType[] = ['task.input_required'];
 export const endEvents: NotificationEventType[] = ['task.completed', 'task.failed', 'task.cancelled', 'task.expired'];
 
-export const taskPageUrl = (appUrl: string, taskId: string) => `${appUrl}/tasks/${encodeURIComponent(taskId)}`;
+const taskPageUrl = (appUrl: string, taskId: string) => `${appUrl}/tasks/${encodeURIComponent(taskId)}`;
 
 /**
  * A webhook's JSON body, in the Standard Webhooks shape (`type`, `timestamp`, `data`): the task, its
@@ -64,7 +64,7 @@ function describe(type: NotificationEventType, payload: EventPayload): string {
   }
 }
 
-export interface Email {
+interface Email {
   subject: string;
   text: string;
 }

@@ -17,7 +17,7 @@ import { topics, type EventBus } from '@/lib/tasks/bus';
 import { composeEmail, pushMessage, testWebhookBody, webhookBody } from './messages';
 import { postOutbound, RefusedAddressError } from './outbound';
 
-export interface NotifierConfig {
+interface NotifierConfig {
   instanceId: string;
   appUrl: string;
   privateHosts: readonly string[];
@@ -58,7 +58,7 @@ const pushTtlSeconds = 24 * 60 * 60;
 const scanIntervalMs = 1_000;
 
 /** Retries wait base, 4×, 16×… of NOTIFY_RETRY_BASE_MS, at most an hour, with a fifth of jitter. */
-export function retryDelayMs(attempts: number, baseMs: number): number {
+function retryDelayMs(attempts: number, baseMs: number): number {
   const delay = Math.min(baseMs * 4 ** Math.max(0, attempts - 1), 60 * minuteMs);
   return Math.round(delay * (0.9 + Math.random() * 0.2));
 }
@@ -66,9 +66,9 @@ export function retryDelayMs(attempts: number, baseMs: number): number {
 /**
  * Delivers the outbox to every target from its cursor: claims due targets (a lease, so that instances
  * sharing PostgreSQL do not deliver the same event together), sends, moves the cursor only once the
- * receiver took it. A webhook gets one event at a time, in order; an e-mail target gets what is pending,
- * as a digest when there are several. Failures retry with backoff for NOTIFY_RETRY_WINDOW_MS, then the
- * target is marked failing until its person resumes it.
+ * receiver took it. A webhook gets one event at a time, in order; e-mail and push get what is pending,
+ * as a digest when there are several. Failures retry with backoff; a webhook still failing after
+ * NOTIFY_RETRY_WINDOW_MS is marked failing until its person resumes it.
  */
 export class Notifier {
   private running = false;
@@ -189,13 +189,15 @@ export class Notifier {
         );
         return;
       }
-      if (outcome.gone) {
-        // The browser unsubscribed, or its push service expired the subscription: nobody is there any more.
+      if (outcome.gone || (outcome.refused && target.channel === 'push')) {
+        // The browser unsubscribed, its push service expired the subscription, or its endpoint now leads
+        // somewhere this server may not go: nobody can be told there any more.
         await deleteNotificationTarget(target.id, target.userId);
         return;
       }
       const failingSince = target.failingSince ?? started;
-      const giveUp = outcome.refused || Date.now() - failingSince >= this.config.retryWindowMs;
+      // A webhook is marked failing for its owner to fix and resume; e-mail keeps trying (hourly at most).
+      const giveUp = target.channel === 'webhook' && (outcome.refused || Date.now() - failingSince >= this.config.retryWindowMs);
       const lastError = outcome.error ?? `HTTP ${outcome.statusCode}`;
       await finishDelivery(
         target.id,

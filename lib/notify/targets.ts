@@ -9,12 +9,12 @@ import { bareHost, isPublicAddress } from './outbound';
 export const maxPerMinuteChoice = 60;
 
 /** A person (or the operator, for every user) may have this many webhooks. */
-export const maxWebhooksPerOwner = 10;
+const maxWebhooksPerOwner = 10;
 
-export const eventTypesSchema = z.array(z.enum(notificationEventTypes)).min(1, 'Choose at least one event.').max(notificationEventTypes.length);
+const eventTypesSchema = z.array(z.enum(notificationEventTypes)).min(1, 'Choose at least one event.').max(notificationEventTypes.length);
 
 /** A Standard Webhooks secret: `whsec_` and 32 random bytes in base64. */
-export function newWebhookSecret(): string {
+function newWebhookSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
 }
 
@@ -23,7 +23,7 @@ export function newWebhookSecret(): string {
  * it, and not an address this server must not reach. Names that resolve to such an address are refused
  * at delivery, where the address is known.
  */
-export function checkWebhookUrl(raw: string, privateHosts: readonly string[]): { url: string } | { error: string } {
+function checkWebhookUrl(raw: string, privateHosts: readonly string[]): { url: string } | { error: string } {
   const text = raw.trim();
   if (text.length === 0) return { error: 'Give the URL the events are sent to.' };
   if (text.length > 2000) return { error: 'Use a URL of at most 2000 characters.' };
@@ -68,7 +68,7 @@ export async function setEmailPreferences(user: { id: string; email: string }, e
 }
 
 /** A person may have this many browsers subscribed. */
-export const maxPushSubscriptionsPerUser = 10;
+const maxPushSubscriptionsPerUser = 10;
 
 /** What a browser's PushSubscription.toJSON() gives: the push service's endpoint and the keys to encrypt for it. */
 export const pushSubscriptionSchema = z.object({

@@ -73,11 +73,11 @@ const passingEvents = new Set<BusEvent['type']>(['task-progress', 'task-log', 't
 const leaseBatch = 5_000;
 
 /** A task keeps the latest this many characters of its partial output. */
-export const partialOutputChars = 64 * 1024;
+const partialOutputChars = 64 * 1024;
 const truncationMark = '…\n';
 
 /** The output with `text` added, its start dropped (and marked) once it grows past the bound. */
-export function appendOutput(output: string | null, text: string): string {
+function appendOutput(output: string | null, text: string): string {
   const whole = (output ?? '') + text;
   return whole.length <= partialOutputChars ? whole : truncationMark + whole.slice(whole.length - partialOutputChars + truncationMark.length);
 }

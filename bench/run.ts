@@ -9,8 +9,10 @@
  *    PostgreSQL is TEST_DATABASE_URL's server when set, else an embedded one, as in the tests.
  * 3. The targets that need this server alone: how fast tasks/result wakes, tasks/list for a user with
  *    a million tasks, ten thousand working tasks with ten thousand blocked waiters, idle memory.
+ * 4. Being told (bench/notify.ts): from a question to its webhook and its push, and what a listening
+ *    webhook costs the tasks of its person.
  * Servers run on loopback with temporary databases that are removed at the end. BENCH_ONLY=throughput,
- * postgres, alone or heavy runs one part (postgres alone has no SQLite figures beside its own).
+ * postgres, alone, heavy or notify runs one part (postgres alone has no SQLite figures beside its own).
  */
 import Database from 'better-sqlite3';
 import os from 'node:os';
@@ -18,6 +20,7 @@ import { performance } from 'node:perf_hooks';
 import { RawMcp, SseReader } from '../tests/helpers/mcp';
 import { createToken, type TestServer } from '../tests/helpers/server';
 import { startOurs } from './peers';
+import { measureNotifications } from './notify';
 import { measurePostgres, postgresTables } from './postgres';
 import { measureThroughput, throughputConfig, type ThroughputRow } from './throughput';
 import { fmt, fmtInt, groupCpuSeconds, groupRssKib, markdownTable, mib, runPool, Samples, sleep } from './util';
@@ -31,7 +34,7 @@ const config = {
   heavySeconds: 60,
   waitersArrivingAtOnce: 256,
   watchdogMs: 20 * 60 * 1000,
-  /** One part alone (`throughput`, `postgres`, `alone` or `heavy`), for measuring a change; all parts when unset. */
+  /** One part alone (`throughput`, `postgres`, `alone`, `heavy` or `notify`), for measuring a change; all parts when unset. */
   only: process.env.BENCH_ONLY,
 };
 
@@ -263,7 +266,9 @@ async function main(): Promise<void> {
     log('watchdog: the run took too long; stopping');
     process.exit(2);
   }, config.watchdogMs);
-  if (config.only && !['throughput', 'postgres', 'alone', 'heavy'].includes(config.only)) throw new Error(`BENCH_ONLY=${config.only}: expected throughput, postgres, alone or heavy`);
+  if (config.only && !['throughput', 'postgres', 'alone', 'heavy', 'notify'].includes(config.only)) {
+    throw new Error(`BENCH_ONLY=${config.only}: expected throughput, postgres, alone, heavy or notify`);
+  }
   const load = os.loadavg();
   let rows: ThroughputRow[] = [];
   if (!config.only || config.only === 'throughput') {
@@ -282,6 +287,9 @@ async function main(): Promise<void> {
   if (!config.only || config.only === 'alone' || config.only === 'heavy') {
     output.push('## This server alone', '');
     await thisServerAlone();
+  }
+  if (!config.only || config.only === 'notify') {
+    output.push('## Being told (webhooks and browser push, on loopback)', '', await measureNotifications(log), '');
   }
   clearTimeout(watchdog);
   output.push(`Machine: ${os.cpus().length} cores, ${fmt(os.totalmem() / 2 ** 30, 0)} GiB, Node ${process.version}; load average at start ${load.map((value) => fmt(value, 1)).join(' / ')}.`);

@@ -1,5 +1,6 @@
 import { createDecipheriv, createECDH, hkdfSync, randomBytes, type ECDH } from 'node:crypto';
 import http from 'node:http';
+import { performance } from 'node:perf_hooks';
 import { importJWK, jwtVerify, type JWTPayload } from 'jose';
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
@@ -8,6 +9,8 @@ export interface ReceivedRequest {
   path: string;
   headers: Record<string, string>;
   body: string;
+  /** When it arrived (performance.now() of this process). */
+  at: number;
 }
 
 /** How a receiver answers one request: a status, after an optional wait. */
@@ -29,7 +32,12 @@ export class WebhookReceiver {
       request.on('data', (chunk: Buffer) => chunks.push(chunk));
       request.on('end', () => {
         const path = request.url ?? '/';
-        const received = { path, headers: Object.fromEntries(Object.entries(request.headers).map(([name, value]) => [name, String(value)])), body: Buffer.concat(chunks).toString('utf8') };
+        const received = {
+          path,
+          headers: Object.fromEntries(Object.entries(request.headers).map(([name, value]) => [name, String(value)])),
+          body: Buffer.concat(chunks).toString('utf8'),
+          at: performance.now(),
+        };
         this.requests.push(received);
         const attempt = this.requests.filter((entry) => entry.path === path).length;
         const answer = this.answers.get(path)?.(attempt) ?? { status: 200 };
@@ -140,6 +148,8 @@ export interface ReceivedPush {
   urgency: string;
   /** The decrypted payload. */
   payload: string;
+  /** When it arrived (performance.now() of this process). */
+  at: number;
 }
 
 const base64url = (bytes: Buffer) => bytes.toString('base64url');
@@ -207,7 +217,7 @@ export class PushService {
     if (!claims.exp || claims.exp > Date.now() / 1000 + 24 * 60 * 60) throw new Error('the VAPID JWT expires more than a day ahead');
     if (request.headers['content-encoding'] !== 'aes128gcm') throw new Error(`content-encoding ${request.headers['content-encoding']}`);
     const payload = decryptAes128gcm(body, subscription.ecdh, subscription.auth);
-    this.pushes.push({ subscription: id, claims, vapidKey: key, ttl: String(request.headers.ttl), urgency: String(request.headers.urgency), payload });
+    this.pushes.push({ subscription: id, claims, vapidKey: key, ttl: String(request.headers.ttl), urgency: String(request.headers.urgency), payload, at: performance.now() });
     return subscription.status;
   }
 

@@ -6,6 +6,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { test as base, expect, type Page } from '@playwright/test';
 import { password, uniqueEmail } from '../fixtures';
+import { axeViolationsEverywhere } from '../helpers/axe';
 import { HttpsDocumentServer } from '../helpers/https';
 import { initializeWith, RawMcp } from '../helpers/mcp';
 import { MemoryOAuthClient, pkcePair, publicClientMetadata, registerClient, tokenRequest } from '../helpers/oauth';
@@ -162,6 +163,9 @@ test('Deny sends access_denied back to the client and connects nothing', async (
 
   const oauth = new MemoryOAuthClient(redirectUrl, { client_name: 'Client to deny' });
   const callback = await connectThroughBrowser(page, oauth, async (consent) => {
+    await consent.expectClient('Client to deny');
+    // The consent page passes axe-core like the dashboard's pages, in both schemes and at both sizes.
+    expect(await axeViolationsEverywhere(page, 'consent')).toEqual([]);
     await consent.expectClient('Client to deny');
     await consent.deny();
   });

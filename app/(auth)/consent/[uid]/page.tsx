@@ -79,7 +79,7 @@ export default async function ConsentPage({ params }: { params: Promise<{ uid: s
           Deny
         </button>
       </form>
-      <p className="mt-4 text-xs text-zinc-500">You can disconnect it at any time under Connected apps.</p>
+      <p className="mt-4 text-xs text-zinc-600 dark:text-zinc-400">You can disconnect it at any time under Connected apps.</p>
     </section>
   );
 }

@@ -6,7 +6,8 @@ import { createToken, runScript } from '../tests/helpers/server';
 import { startOurs } from './peers';
 import { fmt, fmtInt, markdownTable, runPool, Samples, sleep } from './util';
 
-const config = { questions: 100, tasks: 2_000, concurrency: 20 };
+// Fewer questions than the 60 messages a minute a person may choose: past those, pushes wait for a digest.
+const config = { questions: 50, tasks: 2_000, concurrency: 20 };
 
 /**
  * Being told: how long from a question (the tools/call that starts ask_human) to its webhook delivery and

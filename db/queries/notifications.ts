@@ -129,6 +129,11 @@ export const resumeNotificationTarget = defineQuery(function* (q, id: string, us
   );
 });
 
+/** Whether there is any target at all, failing ones included (they may be resumed). */
+export const anyNotificationTargets = defineQuery(function* (q): Program<boolean> {
+  return (yield* first(q.db.select({ id: q.t.notificationTargets.id }).from(q.t.notificationTargets).limit(1))) !== undefined;
+});
+
 /** How many of the person's own webhooks are failing: the dashboard says so on every page. */
 export const countFailingWebhooks = defineQuery(function* (q, userId: string): Program<number> {
   const { notificationTargets: targets } = q.t;

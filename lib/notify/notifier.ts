@@ -2,6 +2,7 @@ import type { Transporter } from 'nodemailer';
 import { Webhook } from 'standardwebhooks';
 import webpush from 'web-push';
 import {
+  anyNotificationTargets,
   claimDueTargets,
   deleteNotificationTarget,
   finishDelivery,
@@ -71,6 +72,8 @@ function retryDelayMs(attempts: number, baseMs: number): number {
  * NOTIFY_RETRY_WINDOW_MS is marked failing until its person resumes it.
  */
 export class Notifier {
+  /** Whether any target existed at the last scan (or was added here since). */
+  private anyTargets = true;
   private running = false;
   private again = false;
   private stopped = false;
@@ -81,10 +84,12 @@ export class Notifier {
     bus: EventBus,
   ) {
     // Events are written with the changes that cause them; these are the changes that may have written one.
+    // Where nobody has a target (most servers, most of the time) they wake nothing: no event was written.
     bus.subscribe(topics.allTasks, (event) => {
+      if (!this.anyTargets) return;
       if ((event.type === 'task-changed' && event.transition) || event.type === 'input-changed' || event.type === 'task-deleted') this.wake();
     });
-    this.timer = setInterval(() => this.wake(), scanIntervalMs);
+    this.timer = setInterval(() => void this.scan(), scanIntervalMs);
     this.timer.unref();
     if (config.alone) {
       this.running = true;
@@ -95,6 +100,25 @@ export class Notifier {
           this.wake();
         });
     }
+  }
+
+  /**
+   * Looks for due deliveries (retries, and targets another process added), and learns whether any target
+   * exists at all: until one does, changes to tasks do not wake the notifier.
+   */
+  private async scan(): Promise<void> {
+    try {
+      this.anyTargets = await anyNotificationTargets();
+    } catch (error) {
+      console.error('Looking for notification targets failed', error);
+      return;
+    }
+    if (this.anyTargets) this.wake();
+  }
+
+  /** A target was added here: deliver to it from the next change on, without waiting for a scan. */
+  targetsChanged(): void {
+    this.anyTargets = true;
   }
 
   /** Delivers what is due now; a call while a delivery round runs makes it go round once more. */

@@ -112,7 +112,11 @@ describe('kill -9 under load', () => {
     const killing = new AbortController();
     const errorsBeforeKill: unknown[] = [];
     const running = sessions.map((mcp, index) => work(mcp, index, acknowledged, stop.signal, killing.signal, errorsBeforeKill));
-    await new Promise((resolve) => setTimeout(resolve, activityMs));
+    // The kill comes after the activity time and once results and answers have been acknowledged (a busy
+    // machine takes longer to get there): otherwise there would be nothing of theirs to check.
+    const activityEnds = Date.now() + activityMs;
+    const acknowledgedBoth = () => acknowledged.some((entry) => entry.result !== undefined) && acknowledged.some((entry) => entry.answer !== undefined);
+    while (Date.now() < activityEnds || (!acknowledgedBoth() && Date.now() < activityEnds + 30_000)) await new Promise((resolve) => setTimeout(resolve, 100));
     killing.abort();
     await server.kill9();
     stop.abort();

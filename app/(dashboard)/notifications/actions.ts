@@ -27,6 +27,7 @@ export const saveEmailAction = validatedActionWithUser(
     const events = chosenEvents(form);
     if (!events.success) return { error: unreadable };
     await setEmailPreferences(user, events.data, form.get('includeDetails') === 'on');
+    getRuntime().notifier.targetsChanged();
     revalidatePath('/notifications');
     return { saved: true };
   },
@@ -42,6 +43,7 @@ export const addWebhookAction = validatedActionWithUser(
     if (!events.success) return { error: unreadable };
     const added = await addWebhook(user.id, { url: String(form.get('url') ?? ''), events: events.data }, getEnv().notifyPrivateHosts);
     if ('error' in added) return { error: added.error };
+    getRuntime().notifier.targetsChanged();
     revalidatePath('/notifications');
     return { secret: added.target.secret!, url: added.target.address };
   },
@@ -95,6 +97,7 @@ export const subscribeBrowserAction = validatedActionWithUser(
   async (user, subscription, events, browser): Promise<SubscribeBrowserResult> => {
     const subscribed = await subscribeBrowser(user.id, subscription, events, browser, getEnv().notifyPrivateHosts);
     if ('error' in subscribed) return { error: subscribed.error };
+    getRuntime().notifier.targetsChanged();
     revalidatePath('/notifications');
     return { id: subscribed.target.id };
   },

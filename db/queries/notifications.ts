@@ -249,6 +249,18 @@ function* logAttempt(q: QueryContext, attempt: Omit<NotificationAttemptRow, 'id'
   if (keepFrom) yield* changes(q.db.delete(attempts).where(and(eq(attempts.targetId, attempt.targetId), lt(attempts.id, keepFrom.id))));
 }
 
+/** Test events sent to a target since `since`: "Send test event" is bounded per minute. */
+export const countTestEventsSince = defineQuery(function* (q, targetId: string, since: number): Program<number> {
+  const { notificationAttempts: attempts } = q.t;
+  const found = yield* rows(
+    q.db
+      .select({ id: attempts.id })
+      .from(attempts)
+      .where(and(eq(attempts.targetId, targetId), eq(attempts.eventType, 'webhook.test'), gt(attempts.at, since))),
+  );
+  return found.length;
+});
+
 export const listDeliveryAttempts = defineQuery(function* (q, targetId: string, limit: number): Program<NotificationAttemptRow[]> {
   const { notificationAttempts: attempts } = q.t;
   return yield* rows(q.db.select().from(attempts).where(eq(attempts.targetId, targetId)).orderBy(desc(attempts.id)).limit(limit));

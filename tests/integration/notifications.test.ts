@@ -214,6 +214,12 @@ describe('webhooks', () => {
     expect(test.type).toBe('webhook.test');
     expect(receiver.at('/test-event')[0].headers['webhook-id']).toMatch(/^test_/);
     expect(attemptsOf(hook.id)).toEqual([expect.objectContaining({ outcome: 'delivered', statusCode: 200 })]);
+    // The button makes this server call out: five a minute to one webhook, then it says to wait.
+    const press = () =>
+      callServerAction(server, { page: '/notifications', filename: 'app/(dashboard)/notifications/actions.ts', exportedName: 'testWebhookAction', body: JSON.stringify([hook.id]), cookie: sessionCookie });
+    for (let i = 0; i < 4; i++) expect((await press()).text).toContain('Delivered: HTTP 200');
+    expect((await press()).text).toContain('At most 5 test events a minute');
+    expect(receiver.at('/test-event')).toHaveLength(5);
   });
 
   it('refuses private, loopback and link-local addresses when added, and at delivery by the address actually reached', async () => {

@@ -36,11 +36,15 @@ export function openDatabase(databasePath: string): Db {
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
+  // Opening waits for another process's write lock (nothing is served yet).
   sqlite.pragma('busy_timeout = 5000');
   // After a checkpoint the WAL shrinks back to this size instead of staying at its largest.
   sqlite.pragma('journal_size_limit = 67108864');
   const db = drizzleSqlite(sqlite, { schema });
   migrateSqlite(db, { migrationsFolder: path.join(process.cwd(), 'drizzle') });
+  // From here on, never wait for it synchronously: that would hold every request of this process. A busy
+  // write is retried asynchronously instead (db/run.ts), up to DATABASE_BUSY_TIMEOUT_MS.
+  sqlite.pragma('busy_timeout = 0');
   return db as Db;
 }
 

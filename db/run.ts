@@ -1,5 +1,8 @@
 import { sql, type SQL } from 'drizzle-orm';
+import type Database from 'better-sqlite3';
+import { getEnv } from '@/lib/env';
 import { getStore, postgresReady, type Db, type Dialect, type Store, type Tables } from './client';
+import { isSqliteBusy } from './errors';
 
 /**
  * Every query is written once, as a generator (a "program") that yields the statements it runs and
@@ -74,13 +77,7 @@ export interface QueryOptions {
 export function defineQuery<A extends unknown[], R>(program: (q: QueryContext, ...args: A) => Program<R>, options: QueryOptions = {}): Query<A, R> {
   const run = (...args: A): Promise<R> => {
     const store = getStore();
-    if (store.dialect === 'sqlite') {
-      try {
-        return Promise.resolve(runSqlite(store, (q) => program(q, ...args), options.transaction));
-      } catch (error) {
-        return Promise.reject(error);
-      }
-    }
+    if (store.dialect === 'sqlite') return runSqliteWaitingForLock(store, (q) => program(q, ...args), options.transaction);
     return runPostgres(store, (q) => program(q, ...args), options.transaction);
   };
   return Object.assign(run, { program });
@@ -95,6 +92,60 @@ type SqliteStore = Extract<Store, { dialect: 'sqlite' }>;
 type PostgresStore = Extract<Store, { dialect: 'pg' }>;
 
 const sqliteContexts = new WeakMap<Db, QueryContext>();
+
+/** Between tries for a write lock another process holds: short at first, at most this long. */
+const firstBusyPauseMs = 2;
+const longestBusyPauseMs = 100;
+
+/**
+ * Runs a program on SQLite at once, as before; only when another process holds the write lock (a
+ * backup, a migration, `sqlite3` at a prompt) does it try again, asynchronously, with a growing pause,
+ * until DATABASE_BUSY_TIMEOUT_MS has passed: meanwhile every other request (reads go on in WAL mode)
+ * is served. Then the busy error is thrown, and answered as a clear refusal. A program is tried again
+ * only when its failed try changed nothing: a transaction is rolled back whole; outside one, SQLite's
+ * count of changed rows tells. Called inside another program's transaction, it throws at once.
+ */
+function runSqliteWaitingForLock<R>(store: SqliteStore, make: (q: QueryContext) => Program<R>, transaction?: 'deferred' | 'immediate'): Promise<R> {
+  const nested = store.sqlite.inTransaction;
+  const changesBefore = transaction || nested ? 0 : totalChanges(store);
+  try {
+    return Promise.resolve(runSqlite(store, make, transaction));
+  } catch (error) {
+    if (nested || !isSqliteBusy(error) || (!transaction && totalChanges(store) !== changesBefore)) return Promise.reject(error);
+    return retryWhileBusy(store, make, transaction, error);
+  }
+}
+
+async function retryWhileBusy<R>(store: SqliteStore, make: (q: QueryContext) => Program<R>, transaction: 'deferred' | 'immediate' | undefined, busy: unknown): Promise<R> {
+  const deadline = Date.now() + getEnv().DATABASE_BUSY_TIMEOUT_MS;
+  let pause = firstBusyPauseMs;
+  let lastError = busy;
+  while (Date.now() < deadline) {
+    // With some jitter, so that the writers that waited do not all try at the same instant.
+    await new Promise((resolve) => setTimeout(resolve, Math.min(pause * (0.75 + Math.random() / 2), Math.max(0, deadline - Date.now()))));
+    pause = Math.min(pause * 2, longestBusyPauseMs);
+    if (store.sqlite.inTransaction || !store.sqlite.open) break;
+    const changesBefore = transaction ? 0 : totalChanges(store);
+    try {
+      return runSqlite(store, make, transaction);
+    } catch (error) {
+      lastError = error;
+      if (!isSqliteBusy(error) || (!transaction && totalChanges(store) !== changesBefore)) throw error;
+    }
+  }
+  throw lastError;
+}
+
+const totalChangesStatements = new WeakMap<Database.Database, Database.Statement>();
+
+function totalChanges(store: SqliteStore): number {
+  let statement = totalChangesStatements.get(store.sqlite);
+  if (!statement) {
+    statement = store.sqlite.prepare('SELECT total_changes()').pluck();
+    totalChangesStatements.set(store.sqlite, statement);
+  }
+  return statement.get() as number;
+}
 
 function runSqlite<R>(store: SqliteStore, make: (q: QueryContext) => Program<R>, transaction?: 'deferred' | 'immediate'): R {
   let q = sqliteContexts.get(store.db);

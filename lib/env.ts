@@ -21,6 +21,13 @@ const envSchema = z
       .optional()
       .or(z.literal('').transform(() => undefined)),
     DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(100).default(10),
+    // How long a write waits (without blocking anything else) for SQLite's write lock held by another process.
+    DATABASE_BUSY_TIMEOUT_MS: z.coerce.number().int().min(0).max(120_000).default(5_000),
+    // Free space on the database's disk (SQLite): below the first the server will not start; below the second it warns.
+    STORAGE_MIN_FREE_MB: z.coerce.number().nonnegative().default(8),
+    STORAGE_WARN_FREE_MB: z.coerce.number().nonnegative().default(256),
+    // A question that storage cannot take is tried again this long; then its task fails, saying why.
+    STORAGE_RETRY_WINDOW_MS: z.coerce.number().int().min(1_000).default(60_000),
     APP_URL: z.url({ protocol: /^https?$/ }).optional(),
     ALLOWED_ORIGINS: z.string().default(''),
     MCP_MAX_BODY_BYTES: positiveInt(1024 * 1024),

@@ -18,6 +18,8 @@ import { Notifier } from '@/lib/notify/notifier';
 import { getVapidKeys } from '@/lib/notify/vapid';
 import { deleteOldNotificationEvents } from '@/db/queries/notifications';
 import { createTransport } from 'nodemailer';
+import { storageHealth } from '@/lib/storage/health';
+import { restoreRemovedDatabase } from '@/lib/storage/restore';
 
 export interface Runtime {
   engine: TaskEngine;
@@ -117,6 +119,10 @@ export function getRuntime(): Runtime {
       if (event.remote) leases.takeOver();
     });
   }
+  // Storage looked at twice a minute: free space falling below STORAGE_WARN_FREE_MB is said in the log (and the dashboard).
+  setInterval(() => void storageHealth().report().catch(() => {}), 30_000).unref();
+  // A database file deleted or moved under the server is put back from the open connection.
+  if (!env.DATABASE_URL) setInterval(() => void restoreRemovedDatabase(), 5_000).unref();
   // Instances sharing PostgreSQL count their streams together, in rows that lapse unless renewed.
   if (env.DATABASE_URL) setInterval(renewPlaces, streamPlaceRenewalMs).unref();
   // Next.js shuts down gracefully, waiting for open responses; streams and long waits must end first.

@@ -17,6 +17,7 @@ import { getServerSecret } from '@/lib/auth/secret';
 import { ConfigError, getEnv } from '@/lib/env';
 import { observeMcp } from '@/lib/mcp/http/observe';
 import { getRuntime, tasksHandedOver } from '@/lib/runtime';
+import { exitUnlessStorageFit } from '@/lib/storage/startup';
 import { fromNodeRequest, sendReply } from './node-bridge';
 
 const root = process.cwd();
@@ -92,6 +93,7 @@ export async function main({ dev = false } = {}): Promise<void> {
     }
     throw error;
   }
+  exitUnlessStorageFit();
   await migrateDatabase(env.DATABASE_URL, env.DATABASE_PATH);
   process.env.NEXTAUTH_URL ||= env.APP_URL;
   process.env.NEXTAUTH_SECRET ||= getServerSecret();

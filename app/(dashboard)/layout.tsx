@@ -7,12 +7,21 @@ import { PushMessages } from '@/components/notifications/push-messages';
 import { getRuntime } from '@/lib/runtime';
 import { countFailingWebhooks } from '@/db/queries/notifications';
 import { getCurrentUser } from '@/lib/auth/session';
+import { StorageBanner } from '@/components/ui/storage-banner';
+import { storageHealth } from '@/lib/storage/health';
+import { storageTroubleIn } from '@/lib/storage/trouble';
 
 export default async function DashboardLayout({ children }: { children: React.ReactNode }) {
   // Each page checks the session itself too; this only fills the header.
   const user = await getCurrentUser();
-  const waiting = user ? await getRuntime().engine.inputs.countWaitingForUser(user.id) : 0;
-  const failingWebhooks = user ? await countFailingWebhooks(user.id) : 0;
+  const storage = await storageHealth().report();
+  // The header's counts are the least of a page: storage that cannot be read leaves them out, and says why.
+  const [waiting, failingWebhooks] = user
+    ? await Promise.all([getRuntime().engine.inputs.countWaitingForUser(user.id), countFailingWebhooks(user.id)]).catch((error: unknown) => {
+        if (!storageTroubleIn(error)) throw error;
+        return [0, 0];
+      })
+    : [0, 0];
   return (
     <div className="min-h-screen bg-zinc-50 dark:bg-zinc-950">
       <header className="border-b border-zinc-200 bg-white dark:border-zinc-800 dark:bg-zinc-900">
@@ -47,6 +56,7 @@ export default async function DashboardLayout({ children }: { children: React.Re
           )}
         </div>
       </header>
+      <StorageBanner report={storage} />
       {failingWebhooks > 0 && (
         <div role="alert" className="border-b border-red-200 bg-red-50 text-sm text-red-900 dark:border-red-900 dark:bg-red-950 dark:text-red-200">
           <p className="mx-auto max-w-6xl px-4 py-2">

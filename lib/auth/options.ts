@@ -19,6 +19,7 @@ import { burnDummyHash, hashPassword, needsRehash, passwordRules, verifyPassword
 import { clientAddress } from './client-address';
 import { forgetSignInAttempts, throttleSignIn } from './throttle';
 import { tooManyAttemptsError } from './throttle-message';
+import { storageTroubleOf } from '@/db/errors';
 
 /** Why an OAuth sign-in was refused; the sign-in page explains each (`?error=`). */
 export type OAuthRefusal = 'OAuthEmailNotVerified' | 'OAuthAccountLinkedElsewhere' | 'SignupClosed';
@@ -186,9 +187,18 @@ export function buildAuthOptions(dependencies: AuthDependencies): NextAuthOption
       /**
        * Every session read (pages, actions, NextAuth's own /api/auth/session) passes here: a token signed
        * before the user's current session generation, or for a deleted user, is a session without a user.
+       * A database that cannot be read is said as such (`storageTrouble`), not as a session without a user.
        */
       async session({ session, token }) {
-        const user = typeof token.uid === 'string' ? await getUserById(token.uid) : undefined;
+        let user;
+        try {
+          user = typeof token.uid === 'string' ? await getUserById(token.uid) : undefined;
+        } catch (error) {
+          // NextAuth would swallow the error and call the person signed out: the trouble is passed on instead.
+          const trouble = storageTroubleOf(error);
+          if (!trouble) throw error;
+          return { expires: session.expires, storageTrouble: trouble.kind };
+        }
         const generation = typeof token.gen === 'number' ? token.gen : 0;
         if (!user || user.sessionGeneration !== generation) return { expires: session.expires };
         return { ...session, user: { ...session.user, id: user.id } };

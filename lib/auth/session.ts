@@ -2,6 +2,7 @@ import { getServerSession } from 'next-auth';
 import { cookies } from 'next/headers';
 import { redirect } from 'next/navigation';
 import { getUserById, type User } from '@/db/queries/users';
+import { StorageUnreadable, type StorageTroubleKind } from '@/db/errors';
 import { getAuthOptions } from './options';
 
 /**
@@ -11,6 +12,10 @@ import { getAuthOptions } from './options';
  */
 export async function getCurrentUser(): Promise<User | null> {
   const session = await getServerSession(getAuthOptions());
+  // The session could not be read for storage trouble: thrown as such (the page or action says why),
+  // never taken for a signed-out person.
+  const trouble = (session as { storageTrouble?: StorageTroubleKind } | null)?.storageTrouble;
+  if (trouble) throw new StorageUnreadable(trouble);
   const id = (session?.user as { id?: string } | undefined)?.id;
   return id ? ((await getUserById(id)) ?? null) : null;
 }

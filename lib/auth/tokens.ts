@@ -10,6 +10,7 @@ import {
   type AccessToken,
 } from '@/db/queries/tokens';
 import { isOAuthAccessTokenActive, oauthTokenIdPrefix, verifyOAuthAccessToken } from './oauth/access-tokens';
+import { unlessStorageTrouble } from '@/lib/storage/persist';
 
 export const tokenPrefix = 'mcp_pat_';
 /** 32 random bytes (256 bits), base64url: 43 characters after the prefix. */
@@ -59,7 +60,7 @@ export async function verifyBearer(authorization: string | null, appUrl: string)
   if (found.token.revokedAt !== null) return { ok: false, reason: 'revoked' };
   if (found.token.expiresAt !== null && found.token.expiresAt <= now) return { ok: false, reason: 'expired' };
   if (found.token.lastUsedAt === null || now - found.token.lastUsedAt >= lastUsedResolutionMs) {
-    await markAccessTokenUsed(found.token.id, tokenHash, now);
+    await unlessStorageTrouble(markAccessTokenUsed(found.token.id, tokenHash, now));
   }
   return { ok: true, user: found.user, tokenId: found.token.id };
 }

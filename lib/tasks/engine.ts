@@ -22,7 +22,9 @@ import {
   type TaskStatusRow,
 } from '@/db/queries/tasks';
 import { withdrawPendingTaskInputs } from '@/db/queries/inputs';
+import { storageTroubleOf } from '@/db/errors';
 import { inTransaction } from '@/db/run';
+import { persistently } from '@/lib/storage/persist';
 import {
   executeTool,
   ToolProtocolError,
@@ -71,6 +73,9 @@ const passingEvents = new Set<BusEvent['type']>(['task-progress', 'task-log', 't
 
 /** Leases renewed in one statement at most (a process may run thousands of tasks). */
 const leaseBatch = 5_000;
+
+/** At most this many outcomes wait in memory for storage to take them. */
+const maxOutcomesWaiting = 1_000;
 
 /** A task keeps the latest this many characters of its partial output. */
 const partialOutputChars = 64 * 1024;
@@ -134,6 +139,8 @@ const restartMessage = 'The server restarted before this task finished, and this
  */
 export class TaskEngine {
   private readonly running = new Map<string, AbortController>();
+  /** Outcomes kept in memory until storage takes them. */
+  private outcomesWaiting = 0;
   /** Running tasks' progress, written together once per turn of the event loop. */
   private readonly progressWrites = new ProgressWrites((rows) => storeTasksProgress(rows, Date.now()));
   readonly inputs: TaskInputs;
@@ -456,9 +463,14 @@ export class TaskEngine {
       .then(() => executeTool(tool, row.arguments, ctx))
       .then(async (outcome) => {
         if (controller.signal.aborted) return;
-        // The last report is stored before the outcome: once the task has ended it would be refused.
-        await progress.flush();
-        await this.finish(row.id, outcome.kind === 'result' ? outcome.result : undefined, outcome.kind === 'error' ? outcome.error : undefined);
+        // The last report is stored before the outcome: once the task has ended it would be refused. It
+        // is only progress: storage that cannot take it must not hold the outcome back.
+        await progress.flush().catch((error: unknown) => {
+          if (!storageTroubleOf(error)) throw error;
+        });
+        await this.recordOutcome(row.id, controller.signal, () =>
+          this.finish(row.id, outcome.kind === 'result' ? outcome.result : undefined, outcome.kind === 'error' ? outcome.error : undefined),
+        );
       })
       .catch((error: unknown) => {
         // A failure here is the engine's own (the database went away); the task stays as it is for recovery.
@@ -469,6 +481,21 @@ export class TaskEngine {
         progress.stop();
         if (this.running.get(row.id) === controller) this.running.delete(row.id);
       });
+  }
+
+  /**
+   * Records a task's outcome, waiting out storage trouble (a full disk, a lock held elsewhere): the
+   * task stays this process's, and in memory, until it is recorded. Beyond a bound of such outcomes a
+   * write is tried once; the task then stays active, and the next start resumes or fails it honestly.
+   */
+  private async recordOutcome(taskId: string, signal: AbortSignal, finish: () => Promise<void>): Promise<void> {
+    if (this.outcomesWaiting >= maxOutcomesWaiting) return finish();
+    this.outcomesWaiting += 1;
+    try {
+      await persistently(finish, { signal, what: `the outcome of task ${taskId}` });
+    } finally {
+      this.outcomesWaiting -= 1;
+    }
   }
 
   private async finish(taskId: string, result?: CallToolResult, error?: { code: number; message: string; data?: unknown }): Promise<void> {

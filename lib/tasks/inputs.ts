@@ -16,6 +16,8 @@ import {
 } from '@/db/queries/inputs';
 import { getTaskById, transitionTask, type TaskRow } from '@/db/queries/tasks';
 import { inTransaction } from '@/db/run';
+import { getEnv } from '@/lib/env';
+import { persistently, StorageGaveUp } from '@/lib/storage/persist';
 import { publishTaskEvent, topics, type EventBus } from './bus';
 import { describeFields, validateElicitResponse } from './elicitation';
 import { isTerminal } from './states';
@@ -52,7 +54,9 @@ export class TaskInputs {
         ? `Waiting for input: ${String(request.message ?? 'a question')} (answer it in the dashboard: ${this.taskPageUrl(task.id)}, or in an MCP client that supports elicitation)`
         : "Waiting for the client's model to answer";
     signal.throwIfAborted();
-    const { input, created, moved } = await inTransaction(function* (q) {
+    // A question storage cannot take now is tried again (the task stays working meanwhile, which is
+    // true); past the window the tool is told, and its task fails saying why.
+    const store = () => inTransaction(function* (q) {
       // A task that has ended asks nothing: its question could never be withdrawn.
       const current = yield* getTaskById.program(q, task.id);
       if (!current || isTerminal(current.status)) throw new DOMException('The task has ended', 'AbortError');
@@ -67,6 +71,9 @@ export class TaskInputs {
         if (!now || isTerminal(now.status)) throw new DOMException('The task has ended', 'AbortError');
       }
       return { ...found, moved: movedTask };
+    });
+    const { input, created, moved } = await persistently(store, { withinMs: getEnv().STORAGE_RETRY_WINDOW_MS, signal, what: `the question of task ${task.id}` }).catch((error: unknown) => {
+      throw error instanceof StorageGaveUp ? new Error(`its question could not be stored: ${error.message}`, { cause: error }) : error;
     });
     if (moved) publishTaskEvent(this.bus, { type: 'task-changed', task: moved, transition: true });
     if (created) this.publish(input);

@@ -302,8 +302,25 @@ export const partialOutputTool = defineTool({
   },
 });
 
+/** Waits, then asks a yes/no question: a question that comes while the task already runs. */
+export const askLaterTool = defineTool({
+  name: 'fixture_ask_later',
+  description: 'Waits `waitMs`, then asks a yes/no question and returns the answer.',
+  inputSchema: z.object({ waitMs: z.number().int().min(0).max(60_000) }),
+  taskSupport: 'optional',
+  async run({ waitMs }, ctx) {
+    await sleep(waitMs, undefined, { signal: ctx.signal });
+    const answer = await ctx.elicit(
+      { message: 'Go on?', requestedSchema: { type: 'object', properties: { go: { type: 'boolean', title: 'Go on' } }, required: ['go'] } },
+      { key: 'go' },
+    );
+    return textResult(`Answered ${answer.action}: ${JSON.stringify(answer.content ?? {})}`);
+  },
+});
+
 export const fixtureTools = [
   observedDelayTool,
+  askLaterTool,
   partialOutputTool,
   requiresTaskTool,
   logEveryLevelTool,

@@ -21,7 +21,7 @@ export type SaveEmailState = { saved?: boolean; error?: string };
 
 export const saveEmailAction = validatedActionWithUser(
   formActionArguments,
-  { signedOut: { error: sessionExpired } as SaveEmailState, invalid: { error: unreadable } as SaveEmailState },
+  { signedOut: { error: sessionExpired } as SaveEmailState, invalid: { error: unreadable } as SaveEmailState, storage: (sentence) => ({ error: sentence }) },
   async (user, _previous, form): Promise<SaveEmailState> => {
     if (!getEnv().SMTP_URL) return { error: 'E-mail is off on this server: its operator has not set SMTP_URL.' };
     const events = chosenEvents(form);
@@ -37,7 +37,7 @@ export type AddWebhookState = { secret?: string; url?: string; error?: string };
 
 export const addWebhookAction = validatedActionWithUser(
   formActionArguments,
-  { signedOut: { error: sessionExpired } as AddWebhookState, invalid: { error: unreadable } as AddWebhookState },
+  { signedOut: { error: sessionExpired } as AddWebhookState, invalid: { error: unreadable } as AddWebhookState, storage: (sentence) => ({ error: sentence }) },
   async (user, _previous, form): Promise<AddWebhookState> => {
     const events = chosenEvents(form);
     if (!events.success) return { error: unreadable };
@@ -57,7 +57,7 @@ const alreadyRemoved = 'This is already removed.';
 /** Removes one of the person's webhooks or subscribed browsers. */
 export const removeTargetAction = validatedActionWithUser(
   webhookId,
-  { signedOut: { error: sessionExpired } as { error?: string }, invalid: { error: alreadyRemoved } as { error?: string } },
+  { signedOut: { error: sessionExpired } as { error?: string }, invalid: { error: alreadyRemoved } as { error?: string }, storage: (sentence) => ({ error: sentence }) },
   async (user, id): Promise<{ error?: string }> => {
     if (!(await deleteNotificationTarget(id, user.id))) return { error: alreadyRemoved };
     revalidatePath('/notifications');
@@ -67,7 +67,7 @@ export const removeTargetAction = validatedActionWithUser(
 
 export const resumeWebhookAction = validatedActionWithUser(
   webhookId,
-  { signedOut: { error: sessionExpired } as { error?: string }, invalid: { error: notFound } as { error?: string } },
+  { signedOut: { error: sessionExpired } as { error?: string }, invalid: { error: notFound } as { error?: string }, storage: (sentence) => ({ error: sentence }) },
   async (user, id): Promise<{ error?: string }> => {
     if (!(await resumeNotificationTarget(id, user.id))) return { error: 'This webhook is not failing, or does not exist any more.' };
     getRuntime().notifier.wake();
@@ -80,7 +80,7 @@ const testEventsPerMinute = 5;
 
 export const testWebhookAction = validatedActionWithUser(
   webhookId,
-  { signedOut: { error: sessionExpired } as { error?: string; result?: string }, invalid: { error: notFound } as { error?: string; result?: string } },
+  { signedOut: { error: sessionExpired } as { error?: string; result?: string }, invalid: { error: notFound } as { error?: string; result?: string }, storage: (sentence) => ({ error: sentence }) },
   async (user, id): Promise<{ error?: string; result?: string }> => {
     const target = await getNotificationTarget(id, user.id);
     if (!target || target.channel !== 'webhook') return { error: notFound };
@@ -99,7 +99,7 @@ export type SubscribeBrowserResult = { id?: string; error?: string };
 /** Keeps this browser's push subscription, with the events it is told of. */
 export const subscribeBrowserAction = validatedActionWithUser(
   z.tuple([pushSubscriptionSchema, z.array(z.enum(notificationEventTypes)).max(notificationEventTypes.length), z.string().max(500)]),
-  { signedOut: { error: sessionExpired } as SubscribeBrowserResult, invalid: { error: 'The browser gave a subscription this server cannot use.' } as SubscribeBrowserResult },
+  { signedOut: { error: sessionExpired } as SubscribeBrowserResult, invalid: { error: 'The browser gave a subscription this server cannot use.' } as SubscribeBrowserResult, storage: (sentence) => ({ error: sentence }) },
   async (user, subscription, events, browser): Promise<SubscribeBrowserResult> => {
     const subscribed = await subscribeBrowser(user.id, subscription, events, browser, getEnv().notifyPrivateHosts);
     if ('error' in subscribed) return { error: subscribed.error };
@@ -113,7 +113,7 @@ export type SavePreferencesState = { saved?: boolean; error?: string };
 
 export const savePreferencesAction = validatedActionWithUser(
   formActionArguments,
-  { signedOut: { error: sessionExpired } as SavePreferencesState, invalid: { error: unreadable } as SavePreferencesState },
+  { signedOut: { error: sessionExpired } as SavePreferencesState, invalid: { error: unreadable } as SavePreferencesState, storage: (sentence) => ({ error: sentence }) },
   async (user, _previous, form): Promise<SavePreferencesState> => {
     const perMinute = z.coerce.number().int().min(1).max(maxPerMinuteChoice).safeParse(form.get('maxPerMinute'));
     if (!perMinute.success) return { error: `Choose a whole number of messages a minute, from 1 to ${maxPerMinuteChoice}.` };

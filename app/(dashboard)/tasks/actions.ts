@@ -14,6 +14,7 @@ export const cancelTaskAction = validatedActionWithUser(
   {
     signedOut: { ok: false, message: 'Your session has expired. Sign in again to cancel this task.' } as CancelState,
     invalid: { ok: false, message: 'This task no longer exists.' } as CancelState,
+    storage: (sentence) => ({ ok: false, message: sentence }),
   },
   async (user, taskId): Promise<CancelState> => {
     try {

@@ -13,7 +13,7 @@ const sessionExpired = 'Your session has expired. Sign in again to manage tokens
 
 export const createTokenAction = validatedActionWithUser(
   formActionArguments,
-  { signedOut: { error: sessionExpired } as CreateTokenState, invalid: { error: 'The form could not be read; reload the page.' } as CreateTokenState },
+  { signedOut: { error: sessionExpired } as CreateTokenState, invalid: { error: 'The form could not be read; reload the page.' } as CreateTokenState, storage: (sentence) => ({ error: sentence }) },
   async (user, _previous, form): Promise<CreateTokenState> => {
     const name = String(form.get('name') ?? '').trim();
     if (!name) return { error: 'Give the token a name, such as the client or machine that will use it.' };
@@ -31,7 +31,7 @@ const notRevocable = 'This token is already revoked or does not exist.';
 
 export const revokeTokenAction = validatedActionWithUser(
   z.tuple([z.string().max(100)]),
-  { signedOut: { error: sessionExpired } as { error?: string }, invalid: { error: notRevocable } as { error?: string } },
+  { signedOut: { error: sessionExpired } as { error?: string }, invalid: { error: notRevocable } as { error?: string }, storage: (sentence) => ({ error: sentence }) },
   async (user, tokenId): Promise<{ error?: string }> => {
     if (!(await revokeAccessToken(tokenId, user.id))) return { error: notRevocable };
     await closeStreamsOfRevokedTokens();

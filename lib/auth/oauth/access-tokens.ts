@@ -2,6 +2,7 @@ import { findOAuthRecord, markConsentUsed, type OAuthRecord } from '@/db/queries
 import { getUserById, type User } from '@/db/queries/users';
 import { hashOAuthId } from './adapter';
 import { audienceOfResource, mcpScope } from './metadata';
+import { unlessStorageTrouble } from '@/lib/storage/persist';
 
 /** Writing last-used on every request would turn each read into a write; once a minute is enough. */
 const lastUsedResolutionMs = 60 * 1000;
@@ -59,7 +60,7 @@ export async function verifyOAuthAccessToken(token: string, appUrl: string, now 
   if (lastWrite === undefined || now - lastWrite >= lastUsedResolutionMs) {
     lastUsedWrites.set(payload.grantId!, now);
     if (lastUsedWrites.size > 10_000) lastUsedWrites.delete(lastUsedWrites.keys().next().value!);
-    await markConsentUsed(payload.grantId!, now);
+    await unlessStorageTrouble(markConsentUsed(payload.grantId!, now));
   }
   return { ok: true, user: { id: user.id, email: user.email, name: user.name }, tokenId: oauthTokenIdPrefix + idHash, clientId: payload.clientId ?? '' };
 }

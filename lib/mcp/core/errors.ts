@@ -1,3 +1,5 @@
+import type { StorageTrouble } from '@/db/errors';
+import { storageTroubleMessage } from '@/lib/storage/trouble';
 /** JSON-RPC 2.0 error codes used by MCP. */
 export const ErrorCode = {
   ParseError: -32700,
@@ -57,15 +59,11 @@ export function isHttpError(error: unknown): error is HttpError {
   return error instanceof Error && error.name === 'HttpError' && typeof (error as HttpError).status === 'number';
 }
 
-/** How long a client is asked to wait while the database cannot be reached. */
-const databaseRetryAfterSeconds = 5;
-
-/** The words for a request the database could not serve: retrying shortly is all the client can do. */
-const databaseUnavailableMessage = `Service Unavailable: the database cannot be reached right now; the request may not have been carried out. Retry after ${databaseRetryAfterSeconds} seconds`;
-
-/** 503 with Retry-After, for a request the database could not serve. */
-export function databaseUnavailable(): HttpError {
-  return new HttpError(503, ErrorCode.InternalError, databaseUnavailableMessage, { 'Retry-After': String(databaseRetryAfterSeconds) }, {
-    retryAfterSeconds: databaseRetryAfterSeconds,
-  });
+/**
+ * 503 with Retry-After, for a request storage could not serve: the message says which trouble, and
+ * `data` carries `retryAfterSeconds` and `storage` (the kind) for clients that act on them.
+ */
+export function storageRefusal(trouble: StorageTrouble): HttpError {
+  const { retryAfterSeconds, kind } = trouble;
+  return new HttpError(503, ErrorCode.InternalError, storageTroubleMessage(trouble), { 'Retry-After': String(retryAfterSeconds) }, { retryAfterSeconds, storage: kind });
 }

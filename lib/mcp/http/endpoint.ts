@@ -1,8 +1,8 @@
 import { mcpScope, resourceMetadataUrl } from '@/lib/auth/oauth/metadata';
 import { verifyBearer } from '@/lib/auth/tokens';
-import { isDatabaseUnavailable } from '@/db/errors';
+import { storageTroubleIn } from '@/lib/storage/trouble';
 import type { TaskEngine } from '@/lib/tasks/engine';
-import { databaseUnavailable, ErrorCode, HttpError, isHttpError, isRpcError } from '../core/errors';
+import { ErrorCode, HttpError, isHttpError, isRpcError, storageRefusal } from '../core/errors';
 import { maxJsonDepth, nestsDeeperThan } from '../core/schema';
 import { handleLegacy } from '../legacy/handler';
 import type { SessionStreams } from '../legacy/session-streams';
@@ -63,7 +63,8 @@ export async function handleMcp(request: McpHttpRequest, ctx: McpContext, facts:
   } catch (error) {
     if (isHttpError(error)) return httpErrorReply(error);
     if (isRpcError(error)) return jsonReply(rpcErrorBody(null, error.toJson()), 400);
-    if (isDatabaseUnavailable(error)) return httpErrorReply(databaseUnavailable());
+    const trouble = storageTroubleIn(error);
+    if (trouble) return httpErrorReply(storageRefusal(trouble));
     console.error('MCP endpoint: unexpected error', error);
     return jsonReply(rpcErrorBody(null, { code: ErrorCode.InternalError, message: 'Internal error' }), 500);
   }

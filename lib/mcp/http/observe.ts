@@ -50,6 +50,7 @@ function safeJson(value: unknown): string {
 interface ReplyOutcome {
   rpcError?: number;
   errorMessage?: string;
+  storage?: string;
   taskId?: string;
   /** 2026-07-28: "task" for a CreateTaskResult. */
   resultType?: string;
@@ -57,11 +58,12 @@ interface ReplyOutcome {
 
 function outcomeOf(json: unknown): ReplyOutcome | undefined {
   if (Array.isArray(json) || typeof json !== 'object' || json === null) return undefined;
-  const body = json as { error?: { code?: unknown; message?: unknown }; result?: { task?: { taskId?: unknown }; taskId?: unknown; resultType?: unknown } };
+  const body = json as { error?: { code?: unknown; message?: unknown; data?: { storage?: unknown } }; result?: { task?: { taskId?: unknown }; taskId?: unknown; resultType?: unknown } };
   if (body.error) {
     return {
       rpcError: typeof body.error.code === 'number' ? body.error.code : undefined,
       errorMessage: typeof body.error.message === 'string' ? body.error.message : undefined,
+      storage: typeof body.error.data?.storage === 'string' ? body.error.data.storage : undefined,
     };
   }
   const taskId = body.result?.task?.taskId ?? body.result?.taskId;
@@ -116,6 +118,8 @@ export async function observeMcp(request: McpHttpRequest, ctx: McpContext): Prom
       event: auditEventOf(message, outcome, streamed),
       status: reply.status,
       rpcError: outcome?.rpcError,
+      // Why storage refused it (full, busy, readonly, gone, io, unreachable).
+      storage: outcome?.storage,
       durationMs: Math.round((performance.now() - started) * 10) / 10,
     },
     'mcp request',

@@ -1,6 +1,7 @@
 import { endMcpSession, type McpSession } from '@/db/queries/sessions';
-import { isDatabaseUnavailable } from '@/db/errors';
-import { databaseUnavailable, ErrorCode, HttpError, isHttpError, isRpcError } from '../core/errors';
+import type { StorageTrouble } from '@/db/errors';
+import { storageTroubleIn } from '@/lib/storage/trouble';
+import { ErrorCode, HttpError, isHttpError, isRpcError, storageRefusal } from '../core/errors';
 import { classifyMessage, initializeParamsSchema, latestProtocolVersion, parseParams, supportedProtocolVersions, tasksProtocolVersion, type JsonRpcRequest } from '../core/schema';
 import { answersWithStream, countMcpStream, createSessionWithinCap, takeMcpStreamPlace, type StreamPlace } from '../http/caps';
 import type { Caller, McpContext } from '../http/endpoint';
@@ -182,12 +183,12 @@ async function respond(
     },
   };
 
-  let databaseAway = false;
+  let trouble: StorageTrouble | undefined;
   const reply = (async () => {
     try {
       return { jsonrpc: '2.0', id: message.id, result: await dispatch(message.method, message.params, requestContext) };
     } catch (error) {
-      databaseAway = isDatabaseUnavailable(error);
+      trouble = storageTroubleIn(error);
       return rpcErrorBody(message.id, toErrorObject(error, message.method));
     } finally {
       inFlight.delete(key);
@@ -197,8 +198,8 @@ async function respond(
   const first = await Promise.race([reply, streamed]);
   if (first !== 'streamed') {
     streamPlace?.release();
-    // Not yet a stream: the database's absence is said with the status a client retries on.
-    if (databaseAway) return httpErrorReply(databaseUnavailable(), message.id);
+    // Not yet a stream: storage trouble is said with the status a client retries on.
+    if (trouble) return httpErrorReply(storageRefusal(trouble), message.id);
     return jsonReply(first);
   }
   reply

@@ -1,12 +1,13 @@
 import { getMcpSessionById, touchMcpSession, type McpSession } from '@/db/queries/sessions';
-import { isDatabaseUnavailable } from '@/db/errors';
-import { databaseUnavailable, ErrorCode, HttpError, isRpcError, type JsonRpcErrorObject } from '../core/errors';
+import { storageTroubleIn } from '@/lib/storage/trouble';
+import { ErrorCode, HttpError, isRpcError, storageRefusal, type JsonRpcErrorObject } from '../core/errors';
 import type { McpContext } from '../http/endpoint';
 import type { McpHttpRequest, McpReply } from '../http/exchange';
 import type { RequestFacts } from '../http/request-facts';
 import type { SseStream } from '../http/sse';
 import { inFlight, shuttingDown } from '../http/in-flight';
 import { forgetAnsweredCopies } from './input-requests';
+import { unlessStorageTrouble } from '@/lib/storage/persist';
 
 /**
  * What the legacy layer's parts share: the session a request names, the end of a session's work, and
@@ -41,7 +42,7 @@ export async function requireSession(request: McpHttpRequest, userId: string, fa
     throw new HttpError(404, ErrorCode.InvalidRequest, 'Session not found: it has ended or never existed; initialize a new one');
   }
   const now = Date.now();
-  if (now - session.lastSeenAt >= sessionTouchMs) await touchMcpSession(session.id, now);
+  if (now - session.lastSeenAt >= sessionTouchMs) await unlessStorageTrouble(touchMcpSession(session.id, now));
   facts.session = session;
   return session;
 }
@@ -51,8 +52,9 @@ export function toErrorObject(error: unknown, method: string): JsonRpcErrorObjec
   if ((error instanceof Error || error instanceof DOMException) && error.name === 'AbortError') {
     return { code: ErrorCode.InternalError, message: `Request ${method} was cancelled` };
   }
-  if (isDatabaseUnavailable(error)) {
-    const unavailable = databaseUnavailable();
+  const trouble = storageTroubleIn(error);
+  if (trouble) {
+    const unavailable = storageRefusal(trouble);
     return { code: unavailable.rpcCode, message: unavailable.message, data: unavailable.data };
   }
   // The method is the client's text: quoted and escaped, it cannot forge a log line.

@@ -1,5 +1,5 @@
-import { isDatabaseUnavailable } from '@/db/errors';
-import { databaseUnavailable, ErrorCode, HttpError, isHttpError, isRpcError, RpcError, type JsonRpcErrorObject } from '../core/errors';
+import { storageTroubleIn } from '@/lib/storage/trouble';
+import { ErrorCode, HttpError, isHttpError, isRpcError, RpcError, storageRefusal, type JsonRpcErrorObject } from '../core/errors';
 import { classifyMessage, supportedProtocolVersions as legacyProtocolVersions, type JsonRpcRequest } from '../core/schema';
 import { countMcpStream, takeMcpStreamPlace } from '../http/caps';
 import type { Caller, McpContext } from '../http/endpoint';
@@ -98,7 +98,8 @@ function failure(error: unknown, method: string): { status: number; error: JsonR
     return { status: error.status, headers: error.headers, error: { code: error.rpcCode, message: error.message, ...(error.data !== undefined ? { data: error.data } : {}) } };
   }
   if (isRpcError(error)) return { status: 200, error: error.toJson() };
-  if (isDatabaseUnavailable(error)) return failure(databaseUnavailable(), method);
+  const trouble = storageTroubleIn(error);
+  if (trouble) return failure(storageRefusal(trouble), method);
   if ((error instanceof Error || error instanceof DOMException) && error.name === 'AbortError') {
     return { status: 200, error: { code: ErrorCode.InternalError, message: `Request ${method} was cancelled` } };
   }

@@ -4,6 +4,7 @@ import { revalidatePath } from 'next/cache';
 import { z } from 'zod';
 import { getRuntime } from '@/lib/runtime';
 import { contentFromForm, describeFields } from '@/lib/tasks/elicitation';
+import { storageTroubleIn, storageTroubleSentence } from '@/lib/storage/trouble';
 import { validatedActionWithUser } from '@/lib/validated-action';
 
 /** The name of the form's button field; schemas may not use names starting with "$". */
@@ -23,6 +24,7 @@ export const answerQuestionAction = validatedActionWithUser(
   {
     signedOut: { ok: false, message: 'Your session has expired. Sign in again to answer.' } as AnswerState,
     invalid: { ok: false, message: 'This question no longer exists.' } as AnswerState,
+    storage: (sentence) => ({ ok: false, message: sentence }),
   },
   async (user, inputId, _previous, form): Promise<AnswerState> => {
     const { engine } = getRuntime();
@@ -33,15 +35,24 @@ export const answerQuestionAction = validatedActionWithUser(
     const intent = String(form.get(actionField) ?? 'accept');
     const action = intent === 'decline' || intent === 'cancel' ? intent : 'accept';
     const response = action === 'accept' ? { action, content: contentFromForm(fields.fields, form) } : { action };
-    const outcome = await engine.inputs.answer(inputId, user.id, response, 'dashboard', user.email);
+    const typed = () =>
+      Object.fromEntries(
+        fields.fields.map((field) => [
+          field.name,
+          field.kind === 'multiselect' ? form.getAll(field.name).map(String) : field.kind === 'boolean' ? form.get(field.name) === 'on' : String(form.get(field.name) ?? ''),
+        ]),
+      );
+    let outcome;
+    try {
+      outcome = await engine.inputs.answer(inputId, user.id, response, 'dashboard', user.email);
+    } catch (error) {
+      // Storage could not take the answer: the person is told why, and keeps what they typed.
+      const trouble = storageTroubleIn(error);
+      if (!trouble) throw error;
+      return { ok: false, message: storageTroubleSentence(trouble), values: typed() };
+    }
     revalidatePath(`/tasks/${input.taskId}`);
     if (outcome.ok) return { ok: true };
-    const values = Object.fromEntries(
-      fields.fields.map((field) => [
-        field.name,
-        field.kind === 'multiselect' ? form.getAll(field.name).map(String) : field.kind === 'boolean' ? form.get(field.name) === 'on' : String(form.get(field.name) ?? ''),
-      ]),
-    );
-    return { ok: false, message: outcome.message, fieldErrors: outcome.fieldErrors, values };
+    return { ok: false, message: outcome.message, fieldErrors: outcome.fieldErrors, values: typed() };
   },
 );

@@ -1,7 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RawMcp, sleep } from '../helpers/mcp';
 import { queryRows, startEmbeddedServer, type EmbeddedServer } from '../helpers/postgres';
+import { callServerAction, setPassword, signIn } from '../helpers/dashboard';
 import { createToken, startServer, type TestServer } from '../helpers/server';
+
+const password = 'a long enough password';
+
+/** The token form as the browser posts it to its server action. */
+function tokenForm(name: string): FormData {
+  const form = new FormData();
+  form.set('_1_name', name);
+  form.set('_1_expires', 'never');
+  form.set('0', JSON.stringify([{}, '$K1']));
+  return form;
+}
 
 /**
  * PostgreSQL stopped under a running server, then started again: a PostgreSQL server of this file's own
@@ -33,6 +45,8 @@ describe('PostgreSQL stopped and started again', () => {
     const doneResult = await mcp.call('tasks/result', { taskId: done.taskId });
     const running = await mcp.startDelayTask(6);
     const pid = server.pid();
+    expect(setPassword(server, 'ada@example.com', password).status).toBe(0);
+    const { sessionCookie } = await signIn(server, 'ada@example.com', password);
 
     await postgres.pause();
     const whileDown = [
@@ -45,6 +59,13 @@ describe('PostgreSQL stopped and started again', () => {
       expect(reply.headers.get('retry-after')).toBe('5');
       expect(reply.body.error).toMatchObject({ code: -32603, message: expect.stringMatching(/^Service Unavailable: the database cannot be reached/) });
     }
+    // /healthz says why, for load balancers (tests/e2e/storage.spec.ts: what a person sees meanwhile).
+    const health = await fetch(`${server.url}/healthz`);
+    expect(health.status).toBe(503);
+    expect(await health.json()).toMatchObject({ status: 'degraded', message: 'The database cannot be reached right now.', storage: { writable: false, trouble: 'unreachable', database: 'postgresql' } });
+    // A dashboard action is refused saying why, not taken for a signed-out person.
+    const refused = await callServerAction(server, { page: '/tokens', filename: 'app/(dashboard)/tokens/actions.ts', exportedName: 'createTokenAction', body: tokenForm('laptop'), cookie: sessionCookie });
+    expect(refused.text).toContain('The database cannot be reached right now; the request may not have been carried out. Try again in 5 seconds.');
     await sleep(500);
     await postgres.resume();
 

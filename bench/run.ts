@@ -11,8 +11,10 @@
  *    a million tasks, ten thousand working tasks with ten thousand blocked waiters, idle memory.
  * 4. Being told (bench/notify.ts): from a question to its webhook and its push, and what a listening
  *    webhook costs the tasks of its person.
+ * 5. Storage in trouble (bench/storage.ts): reads while another process holds SQLite's write lock and
+ *    writes wait for it, and what their waiting costs.
  * Servers run on loopback with temporary databases that are removed at the end. BENCH_ONLY=throughput,
- * postgres, alone, heavy or notify runs one part (postgres alone has no SQLite figures beside its own).
+ * postgres, alone, heavy, notify or storage runs one part (postgres alone has no SQLite figures beside its own).
  */
 import Database from 'better-sqlite3';
 import os from 'node:os';
@@ -21,6 +23,7 @@ import { RawMcp, SseReader } from '../tests/helpers/mcp';
 import { createToken, type TestServer } from '../tests/helpers/server';
 import { startOurs } from './peers';
 import { measureNotifications } from './notify';
+import { measureStorage } from './storage';
 import { measurePostgres, postgresTables } from './postgres';
 import { measureThroughput, throughputConfig, type ThroughputRow } from './throughput';
 import { fmt, fmtInt, groupCpuSeconds, groupRssKib, markdownTable, mib, runPool, Samples, sleep } from './util';
@@ -34,7 +37,7 @@ const config = {
   heavySeconds: 60,
   waitersArrivingAtOnce: 256,
   watchdogMs: 20 * 60 * 1000,
-  /** One part alone (`throughput`, `postgres`, `alone`, `heavy` or `notify`), for measuring a change; all parts when unset. */
+  /** One part alone (`throughput`, `postgres`, `alone`, `heavy`, `notify` or `storage`), for measuring a change; all parts when unset. */
   only: process.env.BENCH_ONLY,
 };
 
@@ -266,8 +269,8 @@ async function main(): Promise<void> {
     log('watchdog: the run took too long; stopping');
     process.exit(2);
   }, config.watchdogMs);
-  if (config.only && !['throughput', 'postgres', 'alone', 'heavy', 'notify'].includes(config.only)) {
-    throw new Error(`BENCH_ONLY=${config.only}: expected throughput, postgres, alone, heavy or notify`);
+  if (config.only && !['throughput', 'postgres', 'alone', 'heavy', 'notify', 'storage'].includes(config.only)) {
+    throw new Error(`BENCH_ONLY=${config.only}: expected throughput, postgres, alone, heavy, notify or storage`);
   }
   const load = os.loadavg();
   let rows: ThroughputRow[] = [];
@@ -290,6 +293,9 @@ async function main(): Promise<void> {
   }
   if (!config.only || config.only === 'notify') {
     output.push('## Being told (webhooks and browser push, on loopback)', '', await measureNotifications(log), '');
+  }
+  if (!config.only || config.only === 'storage') {
+    output.push('## Storage in trouble (SQLite)', '', await measureStorage(log), '');
   }
   clearTimeout(watchdog);
   output.push(`Machine: ${os.cpus().length} cores, ${fmt(os.totalmem() / 2 ** 30, 0)} GiB, Node ${process.version}; load average at start ${load.map((value) => fmt(value, 1)).join(' / ')}.`);

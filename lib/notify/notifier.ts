@@ -55,7 +55,7 @@ const digestSize = 20;
 const minuteMs = 60_000;
 /** How long a push service keeps a message for a browser that is offline: a day, like a task's default ttl. */
 const pushTtlSeconds = 24 * 60 * 60;
-/** How often due retries are looked for when nothing wakes the notifier. */
+/** How often due deliveries are looked for: those another instance put off, and targets another process added. */
 const scanIntervalMs = 1_000;
 
 /** Retries wait base, 4×, 16×… of NOTIFY_RETRY_BASE_MS, at most an hour, with a fifth of jitter. */
@@ -78,6 +78,9 @@ export class Notifier {
   private again = false;
   private stopped = false;
   private readonly timer: NodeJS.Timeout;
+  /** The wake-up for the earliest delivery this instance put off (a retry, a digest's minute), and when. */
+  private dueTimer?: NodeJS.Timeout;
+  private dueAt = Infinity;
 
   constructor(
     private readonly config: NotifierConfig,
@@ -141,6 +144,31 @@ export class Notifier {
   stop(): void {
     this.stopped = true;
     clearInterval(this.timer);
+    clearTimeout(this.dueTimer);
+  }
+
+  /**
+   * Wakes the notifier at `at`, when a delivery it put off is due: a retry then waits the backoff it was
+   * given, not until the scan after it (which finds those of other instances, or of a process that ended).
+   */
+  private wakeAt(at: number): void {
+    if (this.stopped || at >= this.dueAt) return;
+    clearTimeout(this.dueTimer);
+    this.dueAt = at;
+    const fire = () => {
+      // Timers may fire a little before the wall clock, which is what decides what is due.
+      const left = at - Date.now();
+      if (left > 0) {
+        this.dueTimer = setTimeout(fire, left);
+        this.dueTimer.unref();
+        return;
+      }
+      this.dueTimer = undefined;
+      this.dueAt = Infinity;
+      this.wake();
+    };
+    this.dueTimer = setTimeout(fire, Math.max(0, at - Date.now()));
+    this.dueTimer.unref();
   }
 
   private async deliverDue(): Promise<void> {
@@ -180,7 +208,7 @@ export class Notifier {
       const now = Date.now();
       const window = now - target.windowStart < minuteMs ? { start: target.windowStart, sent: target.sentInWindow } : { start: now, sent: 0 };
       if (batched && window.sent >= (preferences?.maxPerMinute ?? this.config.maxPerMinute)) {
-        await finishDelivery(target.id, holder, { nextAttemptAt: window.start + minuteMs });
+        if (await finishDelivery(target.id, holder, { nextAttemptAt: window.start + minuteMs })) this.wakeAt(window.start + minuteMs);
         return;
       }
       const started = Date.now();
@@ -223,14 +251,14 @@ export class Notifier {
       // A webhook is marked failing for its owner to fix and resume; e-mail keeps trying (hourly at most).
       const giveUp = target.channel === 'webhook' && (outcome.refused || Date.now() - failingSince >= this.config.retryWindowMs);
       const lastError = outcome.error ?? `HTTP ${outcome.statusCode}`;
-      await finishDelivery(
+      const retryAt = Date.now() + retryDelayMs(attempt, this.config.retryBaseMs);
+      const finished = await finishDelivery(
         target.id,
         holder,
-        giveUp
-          ? { status: 'failing', attempts: attempt, failingSince, lastError }
-          : { attempts: attempt, failingSince, lastError, nextAttemptAt: Date.now() + retryDelayMs(attempt, this.config.retryBaseMs) },
+        giveUp ? { status: 'failing', attempts: attempt, failingSince, lastError } : { attempts: attempt, failingSince, lastError, nextAttemptAt: retryAt },
         { ...log, outcome: outcome.refused ? 'refused' : giveUp ? 'failed' : 'retrying' },
       );
+      if (finished && !giveUp) this.wakeAt(retryAt);
     } catch (error) {
       console.error(`Delivering to notification target ${target.id} failed`, error);
     }

@@ -21,7 +21,9 @@ beforeAll(async () => {
   await pushService.start();
   server = await startServer({
     NOTIFY_PRIVATE_HOSTS: '127.0.0.1',
-    NOTIFY_RETRY_BASE_MS: '100',
+    // Retries after 50, 200, 800, 3200 ms: three failed attempts, the third a 1 s timeout, end well inside
+    // the window, and a webhook that keeps failing is marked failing some 4 s after its first attempt.
+    NOTIFY_RETRY_BASE_MS: '50',
     NOTIFY_RETRY_WINDOW_MS: '3000',
     WEBHOOK_TIMEOUT_MS: '1000',
     NOTIFY_MAX_PER_MINUTE: '2',

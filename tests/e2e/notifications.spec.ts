@@ -166,15 +166,31 @@ test('a question pushed to this browser shows in the open page, or as a notifica
   await expect.poll(() => registrations.find((entry) => entry.scopeURL === `${server.url}/`)).toBeTruthy();
   const registrationId = registrations.find((entry) => entry.scopeURL === `${server.url}/`)!.registrationId;
 
+  const isOurs = (entry: { url(): string }) => entry.url() === `${server.url}/sw.js`;
+  const worker = page.context().serviceWorkers().find(isOurs) ?? (await page.context().waitForEvent('serviceworker', isOurs));
+  const notifications = () =>
+    worker.evaluate(async () => (await (self as any).registration.getNotifications()).map((entry: any) => ({ title: entry.title, body: entry.body, tag: entry.tag, data: entry.data })));
+  // Chromium's getNotifications() drops a notification it is asked about while the system has yet to put it
+  // on display (it takes it for one closed meanwhile): the notifications are looked at only once the worker
+  // has shown them, which it counts here.
+  await worker.evaluate(() => {
+    const scope = self as any;
+    const show = scope.registration.showNotification.bind(scope.registration);
+    scope.notificationsShown = 0;
+    scope.registration.showNotification = async (...args: unknown[]) => {
+      await show(...args);
+      scope.notificationsShown += 1;
+    };
+  });
+  const notificationsShown = () => worker.evaluate(() => (self as any).notificationsShown as number);
+
   // A dashboard page is open and visible: the question shows in it, not as a system notification.
   await page.goto('/tasks');
   await cdp.send('ServiceWorker.deliverPushMessage', { origin: server.url, registrationId, data: payload });
   const shown = page.locator(`[data-push-message="${task.taskId}"]`);
   await expect(shown).toContainText('ask_human needs you');
   await expect(shown).toContainText('Roll back the deploy?');
-  const worker = page.context().serviceWorkers().find((entry) => entry.url() === `${server.url}/sw.js`)!;
-  const notifications = () =>
-    worker.evaluate(async () => (await (self as any).registration.getNotifications()).map((entry: any) => ({ title: entry.title, body: entry.body, tag: entry.tag, data: entry.data })));
+  expect(await notificationsShown()).toBe(0);
   expect(await notifications()).toEqual([]);
   await shown.getByRole('link', { name: 'Answer it' }).click();
   await page.waitForURL(`${server.url}/tasks/${task.taskId}`);
@@ -182,7 +198,8 @@ test('a question pushed to this browser shows in the open page, or as a notifica
   // No dashboard page open: a notification, which opens the task's page when clicked.
   await page.goto('about:blank');
   await cdp.send('ServiceWorker.deliverPushMessage', { origin: server.url, registrationId, data: payload });
-  await expect.poll(notifications).toEqual([{ title: 'ask_human needs you', body: 'Roll back the deploy?', tag: task.taskId, data: { url: `${server.url}/tasks/${task.taskId}` } }]);
+  await expect.poll(notificationsShown).toBe(1);
+  expect(await notifications()).toEqual([{ title: 'ask_human needs you', body: 'Roll back the deploy?', tag: task.taskId, data: { url: `${server.url}/tasks/${task.taskId}` } }]);
   // Only a real click on a system notification may open a window (Chromium refuses one from a dispatched
   // event, and nothing here can click a system notification), so the window the handler opens is recorded.
   const openedUrl = await worker.evaluate(async () => {

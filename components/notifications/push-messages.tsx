@@ -6,7 +6,8 @@ import type { PushMessage } from '@/lib/notify/messages';
 
 /**
  * While a dashboard page is open and visible, the service worker hands push messages here instead of
- * showing a system notification: they appear in the page, each with a link to its task.
+ * showing a system notification: they appear in the page, each with a link to its task. The page says
+ * it showed one; when no page does (it was leaving, or hidden meanwhile), the worker shows a notification.
  */
 export function PushMessages() {
   const [messages, setMessages] = useState<PushMessage[]>([]);
@@ -16,6 +17,7 @@ export function PushMessages() {
       const data = event.data as { type?: string; message?: PushMessage } | null;
       if (data?.type !== 'task-push' || !data.message) return;
       const message = data.message;
+      if (document.visibilityState === 'visible') event.ports[0]?.postMessage({ type: 'task-push-shown' });
       setMessages((current) => [message, ...current.filter((entry) => entry.tag !== message.tag)].slice(0, 3));
     };
     navigator.serviceWorker.addEventListener('message', receive);

@@ -184,8 +184,10 @@ test('a question pushed to this browser shows in the open page, or as a notifica
   });
   const notificationsShown = () => worker.evaluate(() => (self as any).notificationsShown as number);
 
-  // A dashboard page is open and visible: the question shows in it, not as a system notification.
+  // A dashboard page is open and visible: the question shows in it, not as a system notification. The page
+  // shows pushes once it runs (it is live by then).
   await page.goto('/tasks');
+  await expect(page.locator('[data-live-mode="live"]')).toBeVisible();
   await cdp.send('ServiceWorker.deliverPushMessage', { origin: server.url, registrationId, data: payload });
   const shown = page.locator(`[data-push-message="${task.taskId}"]`);
   await expect(shown).toContainText('ask_human needs you');
@@ -195,7 +197,8 @@ test('a question pushed to this browser shows in the open page, or as a notifica
   await shown.getByRole('link', { name: 'Answer it' }).click();
   await page.waitForURL(`${server.url}/tasks/${task.taskId}`);
 
-  // No dashboard page open: a notification, which opens the task's page when clicked.
+  // No dashboard page open (the one left may still be going away as the push comes): a notification, which
+  // opens the task's page when clicked.
   await page.goto('about:blank');
   await cdp.send('ServiceWorker.deliverPushMessage', { origin: server.url, registrationId, data: payload });
   await expect.poll(notificationsShown).toBe(1);
@@ -217,4 +220,11 @@ test('a question pushed to this browser shows in the open page, or as a notifica
   });
   expect(openedUrl).toBe(`${server.url}/tasks/${task.taskId}`);
   expect(await notifications()).toEqual([]);
+
+  // A visible page of the origin that does not show pushes (here the worker's own script) says nothing when
+  // handed one: it comes as a notification all the same.
+  await page.goto('/sw.js');
+  await cdp.send('ServiceWorker.deliverPushMessage', { origin: server.url, registrationId, data: payload });
+  await expect.poll(notificationsShown).toBe(2);
+  expect(await notifications()).toEqual([{ title: 'ask_human needs you', body: 'Roll back the deploy?', tag: task.taskId, data: { url: `${server.url}/tasks/${task.taskId}` } }]);
 });

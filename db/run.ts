@@ -93,17 +93,17 @@ type PostgresStore = Extract<Store, { dialect: 'pg' }>;
 
 const sqliteContexts = new WeakMap<Db, QueryContext>();
 
-/** Between tries for a write lock another process holds: short at first, at most this long. */
+/** Between looks at a write lock another process holds: short at first, at most this long. */
 const firstBusyPauseMs = 2;
-const longestBusyPauseMs = 100;
+const longestBusyPauseMs = 50;
 
 /**
  * Runs a program on SQLite at once, as before; only when another process holds the write lock (a
- * backup, a migration, `sqlite3` at a prompt) does it try again, asynchronously, with a growing pause,
- * until DATABASE_BUSY_TIMEOUT_MS has passed: meanwhile every other request (reads go on in WAL mode)
- * is served. Then the busy error is thrown, and answered as a clear refusal. A program is tried again
- * only when its failed try changed nothing: a transaction is rolled back whole; outside one, SQLite's
- * count of changed rows tells. Called inside another program's transaction, it throws at once.
+ * backup, a migration, `sqlite3` at a prompt) does it wait, asynchronously, until the lock is let go or
+ * DATABASE_BUSY_TIMEOUT_MS has passed: meanwhile every other request is served (reads go on in WAL
+ * mode). Then the busy error is thrown, and answered as a clear refusal. A program is tried again only
+ * when its failed try changed nothing: a transaction is rolled back whole; outside one, SQLite's count
+ * of changed rows tells. Called inside another program's transaction, it throws at once.
  */
 function runSqliteWaitingForLock<R>(store: SqliteStore, make: (q: QueryContext) => Program<R>, transaction?: 'deferred' | 'immediate'): Promise<R> {
   const nested = store.sqlite.inTransaction;
@@ -112,18 +112,15 @@ function runSqliteWaitingForLock<R>(store: SqliteStore, make: (q: QueryContext) 
     return Promise.resolve(runSqlite(store, make, transaction));
   } catch (error) {
     if (nested || !isSqliteBusy(error) || (!transaction && totalChanges(store) !== changesBefore)) return Promise.reject(error);
-    return retryWhileBusy(store, make, transaction, error);
+    return retryWhenLockFree(store, make, transaction, error);
   }
 }
 
-async function retryWhileBusy<R>(store: SqliteStore, make: (q: QueryContext) => Program<R>, transaction: 'deferred' | 'immediate' | undefined, busy: unknown): Promise<R> {
+async function retryWhenLockFree<R>(store: SqliteStore, make: (q: QueryContext) => Program<R>, transaction: 'deferred' | 'immediate' | undefined, busy: unknown): Promise<R> {
   const deadline = Date.now() + getEnv().DATABASE_BUSY_TIMEOUT_MS;
-  let pause = firstBusyPauseMs;
   let lastError = busy;
   while (Date.now() < deadline) {
-    // With some jitter, so that the writers that waited do not all try at the same instant.
-    await new Promise((resolve) => setTimeout(resolve, Math.min(pause * (0.75 + Math.random() / 2), Math.max(0, deadline - Date.now()))));
-    pause = Math.min(pause * 2, longestBusyPauseMs);
+    await lockLetGo(store, deadline);
     if (store.sqlite.inTransaction || !store.sqlite.open) break;
     const changesBefore = transaction ? 0 : totalChanges(store);
     try {
@@ -134,6 +131,41 @@ async function retryWhileBusy<R>(store: SqliteStore, make: (q: QueryContext) => 
     }
   }
   throw lastError;
+}
+
+/**
+ * One watcher per connection looks at the lock for every waiting write (taking and dropping it, with a
+ * growing pause), so that many waiting writes cost what one does; resolves when the lock was free, or
+ * at the caller's deadline.
+ */
+const lockWatchers = new WeakMap<Database.Database, { letGo: Promise<void>; until: number }>();
+
+async function lockLetGo(store: SqliteStore, deadline: number): Promise<void> {
+  let watcher = lockWatchers.get(store.sqlite);
+  if (!watcher) {
+    const watching = { letGo: Promise.resolve(), until: deadline };
+    watching.letGo = watchLock(store.sqlite, watching).finally(() => lockWatchers.delete(store.sqlite));
+    lockWatchers.set(store.sqlite, watching);
+    watcher = watching;
+  }
+  watcher.until = Math.max(watcher.until, deadline);
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([watcher.letGo, new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now()))))]);
+  clearTimeout(timer);
+}
+
+async function watchLock(sqlite: Database.Database, watching: { until: number }): Promise<void> {
+  for (let pause = firstBusyPauseMs; Date.now() < watching.until; pause = Math.min(pause * 2, longestBusyPauseMs)) {
+    await new Promise((resolve) => setTimeout(resolve, pause));
+    if (!sqlite.open || sqlite.inTransaction) return;
+    try {
+      sqlite.exec('BEGIN IMMEDIATE; ROLLBACK');
+      return;
+    } catch (error) {
+      if (sqlite.inTransaction) sqlite.exec('ROLLBACK');
+      if (!isSqliteBusy(error)) return;
+    }
+  }
 }
 
 const totalChangesStatements = new WeakMap<Database.Database, Database.Statement>();

@@ -96,7 +96,7 @@ if (testDatabase === 'sqlite') describe('another process holds SQLite’s write 
     } finally {
       restored.close();
     }
-    expect(server.output()).toMatch(/database file .* is gone \(deleted or moved\); restoring it/);
+    await expect.poll(() => server.output()).toMatch(/database file .* is gone \(deleted or moved\); restoring it/);
   });
 });
 
@@ -157,7 +157,7 @@ if (testDatabase === 'sqlite') describe('a full disk', () => {
     // 32 MiB is below STORAGE_WARN_FREE_MB's default: the dashboard and the log say so before anything fails.
     const early = await (await fetch(`${server.url}/tasks`, { headers: { Cookie: sessionCookie! } })).text();
     expect(early).toMatch(/Storage is running low: [\d.]+ MiB free on the database(’|'|&#x27;)s disk/);
-    expect(server.output()).toMatch(/MiB free on the database's disk, below STORAGE_WARN_FREE_MB \(256\)/);
+    await expect.poll(() => server.output()).toMatch(/MiB free on the database's disk, below STORAGE_WARN_FREE_MB \(256\)/);
 
     // Every write from here needs room: the WAL is emptied, then the disk filled to its last block.
     const direct = new Database(server.dbPath);
@@ -176,7 +176,8 @@ if (testDatabase === 'sqlite') describe('a full disk', () => {
     const html = await page.text();
     expect(html).toContain('data-testid="storage-banner"');
     expect(html).toContain('Storage is full: nothing new can be saved, and reading still works. New tasks, answers and changes wait until it is resolved.');
-    expect(server.output()).toMatch(/"status":503,"rpcError":-32603,"storage":"full"/);
+    // The request log is written in batches, within 200 ms.
+    await expect.poll(() => server.output()).toMatch(/"status":503,"rpcError":-32603,"storage":"full"/);
     // The person who answers in the dashboard is told the same, in words for people.
     const reader = new Database(server.dbPath, { readonly: true });
     const [inputId] = reader.prepare('SELECT id FROM task_inputs WHERE task_id = ?').pluck().all(asked.taskId) as string[];

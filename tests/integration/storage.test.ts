@@ -151,19 +151,21 @@ if (testDatabase === 'sqlite') describe('a full disk', () => {
     expect(setPassword(server, email, password).status).toBe(0);
     const { sessionCookie } = await signIn(server, email, password);
     const asked = (await mcp.call('tools/call', { name: 'ask_human', arguments: { question: 'Ship it?' }, task: {} })).task;
-    const asksLater = (await mcp.call('tools/call', { name: 'fixture_ask_later', arguments: { waitMs: 1500 }, task: {} })).task;
-    const ending = (await mcp.call('tools/call', delayTask(1))).task;
     await expect.poll(async () => (await mcp.call('tasks/get', { taskId: asked.taskId })).status).toBe('input_required');
     // 32 MiB is below STORAGE_WARN_FREE_MB's default: the dashboard and the log say so before anything fails.
     const early = await (await fetch(`${server.url}/tasks`, { headers: { Cookie: sessionCookie! } })).text();
     expect(early).toMatch(/Storage is running low: [\d.]+ MiB free on the database(’|'|&#x27;)s disk/);
     await expect.poll(() => server.output()).toMatch(/MiB free on the database's disk, below STORAGE_WARN_FREE_MB \(256\)/);
 
+    // A tool that will ask, and one that will end, once the disk is full.
+    const asksLater = (await mcp.call('tools/call', { name: 'fixture_ask_later', arguments: { waitMs: 1500 }, task: {} })).task;
+    const ending = (await mcp.call('tools/call', delayTask(1))).task;
     // Every write from here needs room: the WAL is emptied, then the disk filled to its last block.
     const direct = new Database(server.dbPath);
     direct.pragma('wal_checkpoint(TRUNCATE)');
     direct.close();
     const filler = fill(folder);
+    const filledAt = Date.now();
 
     const refusals = [];
     for (let attempt = 0; attempt < 5; attempt++) refusals.push(await mcp.request('tools/call', delayTask(0)));
@@ -194,7 +196,7 @@ if (testDatabase === 'sqlite') describe('a full disk', () => {
 
     // Meanwhile the delay ended and the other tool asked its question: neither could be stored, and
     // neither task claims more than is true.
-    await new Promise((resolve) => setTimeout(resolve, 2500));
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, filledAt + 2500 - Date.now())));
     expect((await mcp.call('tasks/get', { taskId: ending.taskId })).status).toBe('working');
     expect((await mcp.call('tasks/get', { taskId: asksLater.taskId })).status).toBe('working');
 
@@ -221,12 +223,13 @@ if (testDatabase === 'sqlite') describe('a full disk', () => {
     const other = await startServer({ DATABASE_PATH: path.join(small, 'app.db'), STORAGE_MIN_FREE_MB: '1', STORAGE_RETRY_WINDOW_MS: '1000', MCP_FIXTURE_TOOLS: '1' });
     try {
       const mcp = await client(other, 'window@example.com');
-      const task = (await mcp.call('tools/call', { name: 'fixture_ask_later', arguments: { waitMs: 500 }, task: {} })).task;
+      const task = (await mcp.call('tools/call', { name: 'fixture_ask_later', arguments: { waitMs: 1500 }, task: {} })).task;
       const direct = new Database(other.dbPath);
       direct.pragma('wal_checkpoint(TRUNCATE)');
       direct.close();
       const filler = fill(small);
-      await new Promise((resolve) => setTimeout(resolve, 3000));
+      // The question comes 1.5 s after the start, and is given up on a second later.
+      await new Promise((resolve) => setTimeout(resolve, 4000));
       expect((await mcp.call('tasks/get', { taskId: task.taskId })).status).toBe('working');
       fs.rmSync(filler);
       await expect.poll(async () => (await mcp.call('tasks/get', { taskId: task.taskId })).status, { timeout: 15_000 }).toBe('failed');

@@ -16,11 +16,16 @@ interface Health {
 export default function PageError({ reset }: { error: Error & { digest?: string }; reset: () => void }) {
   const router = useRouter();
   const [health, setHealth] = useState<Health | null>(null);
+  // Asked again every few seconds, so that what the page says follows the trouble as it goes on or ends.
   useEffect(() => {
-    fetch('/healthz', { cache: 'no-store' })
-      .then((response) => response.json() as Promise<Health>)
-      .then(setHealth)
-      .catch(() => setHealth(null));
+    const ask = () =>
+      fetch('/healthz', { cache: 'no-store' })
+        .then((response) => response.json() as Promise<Health>)
+        .then(setHealth)
+        .catch(() => setHealth(null));
+    void ask();
+    const timer = setInterval(ask, 3000);
+    return () => clearInterval(timer);
   }, []);
   return (
     <main className="mx-auto max-w-2xl px-4 py-10">

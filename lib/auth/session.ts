@@ -3,6 +3,7 @@ import { cookies } from 'next/headers';
 import { redirect } from 'next/navigation';
 import { getUserById, type User } from '@/db/queries/users';
 import { StorageUnreadable, type StorageTroubleKind } from '@/db/errors';
+import { storageTroubleIn } from '@/lib/storage/trouble';
 import { getAuthOptions } from './options';
 
 /**
@@ -15,7 +16,11 @@ export async function getCurrentUser(): Promise<User | null> {
   // The session could not be read for storage trouble: thrown as such (the page or action says why),
   // never taken for a signed-out person.
   const trouble = (session as { storageTrouble?: StorageTroubleKind } | null)?.storageTrouble;
-  if (trouble) throw new StorageUnreadable(trouble);
+  if (trouble) {
+    const unreadable = new StorageUnreadable(trouble);
+    storageTroubleIn(unreadable);
+    throw unreadable;
+  }
   const id = (session?.user as { id?: string } | undefined)?.id;
   return id ? ((await getUserById(id)) ?? null) : null;
 }

@@ -45,11 +45,11 @@ class StorageHealth {
   private checking: Promise<StorageReport> | undefined;
   private warnedLow = false;
 
+  /** A refusal just met: the next report looks again, and remembers a full or failing disk for a while. */
   noteTrouble(kind: StorageTroubleKind): void {
-    // The probe sees the others as they are now.
-    if (kind !== 'full' && kind !== 'io') return;
-    this.lastTrouble = { kind, at: Date.now() };
     this.cached = undefined;
+    // The probe sees the others as they are now.
+    if (kind === 'full' || kind === 'io') this.lastTrouble = { kind, at: Date.now() };
   }
 
   /** The report, checked at most once a second. */

@@ -98,5 +98,5 @@ export class StorageUnreadable extends Error {
 /** SQLite's write lock is held by another connection: worth waiting for, briefly. */
 export function isSqliteBusy(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'));
+  return typeof code === 'string' && code.startsWith('SQLITE_') && sqliteKind(code) === 'busy';
 }

@@ -3,7 +3,7 @@ import { cookies } from 'next/headers';
 import { redirect } from 'next/navigation';
 import { getUserById, type User } from '@/db/queries/users';
 import { StorageUnreadable, type StorageTroubleKind } from '@/db/errors';
-import { storageTroubleIn } from '@/lib/storage/trouble';
+import { storageHealth } from '@/lib/storage/health';
 import { getAuthOptions } from './options';
 
 /**
@@ -17,9 +17,8 @@ export async function getCurrentUser(): Promise<User | null> {
   // never taken for a signed-out person.
   const trouble = (session as { storageTrouble?: StorageTroubleKind } | null)?.storageTrouble;
   if (trouble) {
-    const unreadable = new StorageUnreadable(trouble);
-    storageTroubleIn(unreadable);
-    throw unreadable;
+    storageHealth().noteTrouble(trouble);
+    throw new StorageUnreadable(trouble);
   }
   const id = (session?.user as { id?: string } | undefined)?.id;
   return id ? ((await getUserById(id)) ?? null) : null;

@@ -1,11 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { StorageTroubleKind } from '@/db/errors';
-import { storageTroubleOf } from '@/db/errors';
+import { storageTroubleOf, type StorageTroubleKind } from '@/db/errors';
 import { getStore } from '@/db/client';
 import { getEnv } from '@/lib/env';
 
-const MiB = 1024 * 1024;
+export const MiB = 1024 * 1024;
 
 /** What /healthz and the dashboard's banner say of storage. Nothing private: no path, no user, no data. */
 export interface StorageReport {

@@ -1,9 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { getEnv } from '@/lib/env';
-import { freeBytes } from './health';
-
-const MiB = 1024 * 1024;
+import { freeBytes, MiB } from './health';
 
 /**
  * Why the SQLite database's folder cannot hold the database, in one line, or undefined when it can: the
@@ -40,10 +38,17 @@ function storageStartProblem(databasePath: string, minFreeMiB: number): string |
   return undefined;
 }
 
-/** Stops the process, saying why in one line, when the SQLite database could not be kept where it is configured. */
+const globalForStartup = globalThis as unknown as { __mcpTaskServerStorageChecked?: boolean };
+
+/**
+ * Stops the process, saying why in one line, when the SQLite database could not be kept where it is
+ * configured. Once per process: npm start's server checks before it migrates, and Next's start-up hook
+ * (the only check under `next start`) then finds it done.
+ */
 export function exitUnlessStorageFit(): void {
   const env = getEnv();
-  if (env.DATABASE_URL) return;
+  if (env.DATABASE_URL || globalForStartup.__mcpTaskServerStorageChecked) return;
+  globalForStartup.__mcpTaskServerStorageChecked = true;
   const problem = storageStartProblem(env.DATABASE_PATH, env.STORAGE_MIN_FREE_MB);
   if (!problem) return;
   console.error(problem);

@@ -51,9 +51,26 @@ export const users = pgTable(
     name: text('name'),
     passwordHash: text('password_hash'),
     sessionGeneration: integer('session_generation').notNull().default(0),
+    verifiedEmail: text('verified_email'),
+    reclaimedAt: millis('reclaimed_at'),
     createdAt: millis('created_at').notNull(),
   },
   (table) => [uniqueIndex('users_email_unique').on(table.email)],
+);
+
+export const emailConfirmations = pgTable(
+  'email_confirmations',
+  {
+    id: text('id').primaryKey(),
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    email: text('email').notNull(),
+    createdAt: millis('created_at').notNull(),
+    expiresAt: millis('expires_at').notNull(),
+    usedAt: millis('used_at'),
+  },
+  (table) => [index('email_confirmations_user_idx').on(table.userId, table.createdAt)],
 );
 
 export const linkedAccounts = pgTable(
@@ -290,6 +307,7 @@ export const notificationTargets = pgTable(
     leaseUntil: millis('lease_until'),
     windowStart: millis('window_start').notNull().default(0),
     sentInWindow: integer('sent_in_window').notNull().default(0),
+    sessionGeneration: integer('session_generation').notNull().default(0),
     createdAt: millis('created_at').notNull(),
   },
   (table) => [index('notification_targets_user_idx').on(table.userId), index('notification_targets_due_idx').on(table.status, table.nextAttemptAt)],

@@ -13,9 +13,38 @@ export const users = sqliteTable(
     passwordHash: text('password_hash'),
     /** Embedded in every session token; raising it ends every session signed before (password change, sign out everywhere). */
     sessionGeneration: integer('session_generation').notNull().default(0),
+    /**
+     * The address proved to be the person's: by a confirmation link sent to it, or by GitHub or Google
+     * vouching for it. Sign-up proves nothing, so e-mail notifications go only to this address.
+     */
+    verifiedEmail: text('verified_email'),
+    /**
+     * When a GitHub or Google sign-in took the account back from a password nobody proved, removing what
+     * that password had set up; the dashboard says so until the person has read it.
+     */
+    reclaimedAt: millis('reclaimed_at'),
     createdAt: millis('created_at').notNull(),
   },
   (table) => [uniqueIndex('users_email_unique').on(table.email)],
+);
+
+/**
+ * A link sent to prove an address (`id` is the signed link's `jti`): it works once, until `expiresAt`,
+ * for the account and the address it was sent for.
+ */
+export const emailConfirmations = sqliteTable(
+  'email_confirmations',
+  {
+    id: text('id').primaryKey(),
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    email: text('email').notNull(),
+    createdAt: millis('created_at').notNull(),
+    expiresAt: millis('expires_at').notNull(),
+    usedAt: millis('used_at'),
+  },
+  (table) => [index('email_confirmations_user_idx').on(table.userId, table.createdAt)],
 );
 
 /** GitHub and Google accounts joined to a user: a provider's account id signs in as exactly one user. */
@@ -322,6 +351,11 @@ export const notificationTargets = sqliteTable(
     /** The start of the current minute of messages, and how many went in it (the digest's budget). */
     windowStart: millis('window_start').notNull().default(0),
     sentInWindow: integer('sent_in_window').notNull().default(0),
+    /**
+     * Push: the person's session generation when the browser subscribed. Once their sessions end (sign
+     * out everywhere, a new password), the browser is no longer theirs to tell: nothing is delivered to it.
+     */
+    sessionGeneration: integer('session_generation').notNull().default(0),
     createdAt: millis('created_at').notNull(),
   },
   (table) => [index('notification_targets_user_idx').on(table.userId), index('notification_targets_due_idx').on(table.status, table.nextAttemptAt)],

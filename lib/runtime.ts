@@ -14,6 +14,7 @@ import { SessionStreams } from '@/lib/mcp/legacy/session-streams';
 import { createInProcessBus, topics, type EventBus } from '@/lib/tasks/bus';
 import { createSharedBus } from '@/lib/tasks/shared-bus';
 import { TaskEngine } from '@/lib/tasks/engine';
+import type { MailSender } from '@/lib/notify/mail';
 import { Notifier } from '@/lib/notify/notifier';
 import { getVapidKeys } from '@/lib/notify/vapid';
 import { deleteOldNotificationEvents } from '@/db/queries/notifications';
@@ -25,6 +26,8 @@ export interface Runtime {
   engine: TaskEngine;
   mcp: McpContext;
   notifier: Notifier;
+  /** The SMTP transport and sender (with SMTP_URL set): notifications, and the links that prove addresses. */
+  mail?: MailSender;
 }
 
 const globalForRuntime = globalThis as unknown as { __mcpTaskServerRuntime?: Runtime };
@@ -61,6 +64,12 @@ export function getRuntime(): Runtime {
     if (!event.remote) streams.notifyTaskEvents(event);
   });
   logTaskEnds(bus);
+  const mail: MailSender | undefined = env.SMTP_URL
+    ? {
+        transport: createTransport({ url: env.SMTP_URL, connectionTimeout: env.WEBHOOK_TIMEOUT_MS, greetingTimeout: env.WEBHOOK_TIMEOUT_MS, socketTimeout: env.WEBHOOK_TIMEOUT_MS }),
+        from: env.SMTP_FROM ?? `MCP Task Server <notifications@${new URL(env.APP_URL).hostname}>`,
+      }
+    : undefined;
   const notifier = new Notifier(
     {
       instanceId,
@@ -76,18 +85,14 @@ export function getRuntime(): Runtime {
         return sessionIds.filter((id) => open.has(id));
       },
       vapid: { subject: env.VAPID_SUBJECT ?? env.APP_URL.replace(/^http:/, 'https:'), ...getVapidKeys() },
-      mail: env.SMTP_URL
-        ? {
-            transport: createTransport({ url: env.SMTP_URL, connectionTimeout: env.WEBHOOK_TIMEOUT_MS, greetingTimeout: env.WEBHOOK_TIMEOUT_MS, socketTimeout: env.WEBHOOK_TIMEOUT_MS }),
-            from: env.SMTP_FROM ?? `MCP Task Server <notifications@${new URL(env.APP_URL).hostname}>`,
-          }
-        : undefined,
+      mail,
     },
     bus,
   );
   const runtime: Runtime = {
     engine,
     notifier,
+    mail,
     mcp: {
       engine,
       streams,

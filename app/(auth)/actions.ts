@@ -1,7 +1,9 @@
 'use server';
 
+import { revalidatePath } from 'next/cache';
 import { headers } from 'next/headers';
 import { z } from 'zod';
+import { clearUserReclaimed } from '@/db/queries/users';
 import { endAllSessions, registerUser } from '@/lib/auth/accounts';
 import { clientAddress } from '@/lib/auth/client-address';
 import { throttleSignUp } from '@/lib/auth/throttle';
@@ -24,10 +26,11 @@ export async function signUpAction(_previous: SignUpState, form: FormData): Prom
 
 /**
  * Ends every session of the signed-in person, this one included (the button signs this browser out
- * next), and, when they ask, their personal access tokens and connected apps too.
+ * next), with the browsers subscribed in them, and, when they ask, their personal access tokens and
+ * connected apps, and their webhooks and e-mail notifications too.
  */
 export const signOutEverywhereAction = validatedActionWithUser(
-  z.tuple([z.object({ alsoTokensAndApps: z.boolean() })]),
+  z.tuple([z.object({ alsoTokensAndApps: z.boolean(), alsoNotifications: z.boolean().default(false) })]),
   { signedOut: { ok: false }, invalid: { ok: false } },
   async (user, choice): Promise<{ ok: boolean }> => {
     await endAllSessions(user.id, choice);
@@ -35,3 +38,10 @@ export const signOutEverywhereAction = validatedActionWithUser(
     return { ok: true };
   },
 );
+
+/** The person has read what taking their account back removed: the notice goes. */
+export const dismissReclaimedNoticeAction = validatedActionWithUser(z.tuple([]), { signedOut: { ok: false }, invalid: { ok: false } }, async (user): Promise<{ ok: boolean }> => {
+  await clearUserReclaimed(user.id);
+  revalidatePath('/', 'layout');
+  return { ok: true };
+});

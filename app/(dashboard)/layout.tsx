@@ -1,4 +1,5 @@
 import Link from 'next/link';
+import { ReclaimedNotice } from '@/components/auth/reclaimed-notice';
 import { SignOutButton } from '@/components/auth/sign-out-button';
 import { SignOutEverywhereButton } from '@/components/auth/sign-out-everywhere-button';
 import { LiveRefresh } from '@/components/tasks/live-refresh';
@@ -57,6 +58,7 @@ export default async function DashboardLayout({ children }: { children: React.Re
         </div>
       </header>
       <StorageBanner report={storage} />
+      {user?.reclaimedAt != null && <ReclaimedNotice />}
       {failingWebhooks > 0 && (
         <div role="alert" className="border-b border-red-200 bg-red-50 text-sm text-red-900 dark:border-red-900 dark:bg-red-950 dark:text-red-200">
           <p className="mx-auto max-w-6xl px-4 py-2">

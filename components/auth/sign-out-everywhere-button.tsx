@@ -4,15 +4,19 @@ import { signOut } from 'next-auth/react';
 import { useState, useTransition } from 'react';
 import { signOutEverywhereAction } from '@/app/(auth)/actions';
 import { Button } from '@/components/ui/button';
+import { forgetThisBrowser } from '@/components/notifications/forget-this-browser';
 
 /**
  * Ends the person's sessions on every browser and device, then signs this one out too. It asks first,
- * in place, and offers to end their access tokens and connected apps as well: clients signed in with
- * those are not browsers, and would otherwise keep working.
+ * in place, and offers to end their access tokens and connected apps as well (clients signed in with
+ * those are not browsers, and would otherwise keep working), and to remove their webhooks and e-mail
+ * notifications (which would otherwise keep telling whoever set them up). Browsers subscribed to push
+ * notifications stop with their sessions in any case.
  */
 export function SignOutEverywhereButton() {
   const [confirming, setConfirming] = useState(false);
   const [alsoTokensAndApps, setAlsoTokensAndApps] = useState(false);
+  const [alsoNotifications, setAlsoNotifications] = useState(false);
   const [failed, setFailed] = useState(false);
   const [pending, startTransition] = useTransition();
 
@@ -39,6 +43,15 @@ export function SignOutEverywhereButton() {
           ? 'Every client using them stops at once, and has to be given a new token or connected again.'
           : 'Clients using your access tokens and connected apps keep working.'}
       </p>
+      <label className="flex items-start gap-2">
+        <input type="checkbox" className="mt-0.5" checked={alsoNotifications} onChange={(event) => setAlsoNotifications(event.target.checked)} />
+        <span>Also remove my webhooks and e-mail notifications</span>
+      </label>
+      <p className="text-xs text-zinc-600 dark:text-zinc-400">
+        {alsoNotifications
+          ? 'Nothing is told of your tasks until you set it up again under Notifications, your preferences included.'
+          : 'Browsers told of your tasks stop with their sessions; webhooks and e-mail keep being sent.'}
+      </p>
       {failed && (
         <p role="alert" className="text-red-700 dark:text-red-400">
           Your session has already ended. Sign in again to do this.
@@ -54,7 +67,9 @@ export function SignOutEverywhereButton() {
           disabled={pending}
           onClick={() =>
             startTransition(async () => {
-              const { ok } = await signOutEverywhereAction({ alsoTokensAndApps });
+              // This browser's subscription first: once the sessions end, the server no longer hears from it.
+              await forgetThisBrowser();
+              const { ok } = await signOutEverywhereAction({ alsoTokensAndApps, alsoNotifications });
               if (!ok) return setFailed(true);
               await signOut({ callbackUrl: '/signin' });
             })

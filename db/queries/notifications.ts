@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, gt, inArray, isNull, lt, lte, max, or, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, inArray, isNull, lt, lte, max, ne, or, sql, type SQL } from 'drizzle-orm';
 import { changes, defineQuery, first, lock, rows, type Program, type QueryContext } from '../run';
 import type { notificationAttempts, notificationEvents, NotificationEventType, notificationPreferences, notificationTargets, TaskStatus } from '../schema';
 import type { TaskRow } from './tasks';
@@ -69,7 +69,7 @@ function* latestEventId(q: QueryContext): Program<number> {
 export const createNotificationTarget = defineQuery(
   function* (
     q,
-    target: Pick<NotificationTargetRow, 'userId' | 'channel' | 'address' | 'secret' | 'events' | 'options'>,
+    target: Pick<NotificationTargetRow, 'userId' | 'channel' | 'address' | 'secret' | 'events' | 'options'> & Partial<Pick<NotificationTargetRow, 'sessionGeneration'>>,
   ): Program<NotificationTargetRow> {
     const cursor = yield* latestEventId(q);
     return (yield* first(
@@ -106,6 +106,80 @@ export const getNotificationTarget = defineQuery(function* (q, id: string, userI
 export const deleteNotificationTarget = defineQuery(function* (q, id: string, userId: string | null): Program<boolean> {
   return (yield* changes(q.db.delete(q.t.notificationTargets).where(owned(q, id, userId)))) > 0;
 });
+
+/**
+ * Everywhere the person is told (webhooks, browsers, e-mail) and how (preferences): someone who held the
+ * account may have set any of them up to be told of the owner's tasks.
+ */
+export const deleteNotificationSetupByUserId = defineQuery(function* (q, userId: string): Program<number> {
+  const removed = yield* changes(q.db.delete(q.t.notificationTargets).where(eq(q.t.notificationTargets.userId, userId)));
+  yield* changes(q.db.delete(q.t.notificationPreferences).where(eq(q.t.notificationPreferences.userId, userId)));
+  return removed;
+});
+
+/** The push targets of the user's ended sessions (made under an older session generation). */
+function* pushTargetsOfEndedSessions(q: QueryContext, where: SQL | undefined): Program<string[]> {
+  const { notificationTargets: targets, users } = q.t;
+  const found = yield* rows(
+    q.db
+      .select({ id: targets.id })
+      .from(targets)
+      .innerJoin(users, eq(users.id, targets.userId))
+      .where(and(eq(targets.channel, 'push'), ne(targets.sessionGeneration, users.sessionGeneration), where)),
+  );
+  return found.map((row) => row.id);
+}
+
+/** Forgets the browsers subscribed in sessions of the user that have ended: they are not the person's any more. */
+export const deletePushTargetsOfEndedSessions = defineQuery(function* (q, userId: string): Program<number> {
+  const ids = yield* pushTargetsOfEndedSessions(q, eq(q.t.notificationTargets.userId, userId));
+  if (ids.length === 0) return 0;
+  return yield* changes(q.db.delete(q.t.notificationTargets).where(inArray(q.t.notificationTargets.id, ids)));
+});
+
+/**
+ * Removes the push target when the session it was subscribed in has ended; true when it was removed.
+ * Checked before each push, so a browser subscribed just as its sessions ended is not told either.
+ */
+export const deletePushTargetIfSessionEnded = defineQuery(
+  function* (q, id: string): Program<boolean> {
+    const ids = yield* pushTargetsOfEndedSessions(q, eq(q.t.notificationTargets.id, id));
+    if (ids.length === 0) return false;
+    return (yield* changes(q.db.delete(q.t.notificationTargets).where(inArray(q.t.notificationTargets.id, ids)))) > 0;
+  },
+  { transaction: 'immediate' },
+);
+
+/** Removes the user's subscription of one browser, known by its push endpoint (signing out of that browser). */
+export const deletePushTargetByAddress = defineQuery(function* (q, userId: string, address: string): Program<boolean> {
+  const { notificationTargets: targets } = q.t;
+  return (yield* changes(q.db.delete(targets).where(and(eq(targets.userId, userId), eq(targets.channel, 'push'), eq(targets.address, address))))) > 0;
+});
+
+/** Removes every subscription of one browser, whoever made it: a browser is told of one person's tasks at most. */
+export const deletePushTargetsByAddress = defineQuery(function* (q, address: string): Program<number> {
+  const { notificationTargets: targets } = q.t;
+  return yield* changes(q.db.delete(targets).where(and(eq(targets.channel, 'push'), eq(targets.address, address))));
+});
+
+/** Whether the e-mail target goes to its person's proved address: nothing is mailed to an address nobody proved. */
+export const isEmailTargetVerified = defineQuery(function* (q, id: string): Program<boolean> {
+  const { notificationTargets: targets, users } = q.t;
+  const found = yield* first(
+    q.db
+      .select({ id: targets.id })
+      .from(targets)
+      .innerJoin(users, and(eq(users.id, targets.userId), eq(users.verifiedEmail, targets.address)))
+      .where(eq(targets.id, id)),
+  );
+  return found !== undefined;
+});
+
+/** Makes the user's e-mail due now: its address was just proved, and the events held for it may go. */
+export function* resumeEmailTargetOf(q: QueryContext, userId: string): Program<void> {
+  const { notificationTargets: targets } = q.t;
+  yield* changes(q.db.update(targets).set({ nextAttemptAt: 0 }).where(and(eq(targets.userId, userId), eq(targets.channel, 'email'))));
+}
 
 /** Changes what a target is told of (and, for e-mail, whether details are included). */
 export const updateNotificationTarget = defineQuery(function* (

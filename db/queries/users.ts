@@ -1,4 +1,4 @@
-import { and, eq, sql } from 'drizzle-orm';
+import { and, eq, isNotNull, sql } from 'drizzle-orm';
 import { changes, defineQuery, first, type Program } from '../run';
 import type { linkedAccounts, users } from '../schema';
 
@@ -131,3 +131,24 @@ export const createUserWithLinkedAccount = defineQuery(
   },
   { transaction: 'immediate' },
 );
+
+/**
+ * Records that the user's address is proved to be theirs (a confirmation link, or a provider vouching),
+ * only while it is still the account's address.
+ */
+export const setUserEmailVerified = defineQuery(function* (q, id: string, email: string): Program<boolean> {
+  const { users } = q.t;
+  return (yield* changes(q.db.update(users).set({ verifiedEmail: email }).where(and(eq(users.id, id), eq(users.email, email))))) > 0;
+});
+
+/** Notes that a provider sign-in took the account back, for the dashboard to say what went with it. */
+export const setUserReclaimed = defineQuery(function* (q, id: string, at: number): Program<void> {
+  const { users } = q.t;
+  yield* changes(q.db.update(users).set({ reclaimedAt: at }).where(eq(users.id, id)));
+});
+
+/** The person has read what taking the account back removed. */
+export const clearUserReclaimed = defineQuery(function* (q, id: string): Program<boolean> {
+  const { users } = q.t;
+  return (yield* changes(q.db.update(users).set({ reclaimedAt: null }).where(and(eq(users.id, id), isNotNull(users.reclaimedAt))))) > 0;
+});

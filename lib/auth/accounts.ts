@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { deleteNotificationSetupByUserId, deletePushTargetsOfEndedSessions } from '@/db/queries/notifications';
 import { deleteOAuthGrantsByUserId } from '@/db/queries/oauth';
 import { revokeAccessTokensByUserId } from '@/db/queries/tokens';
 import {
@@ -7,7 +8,9 @@ import {
   incrementUserSessionGeneration,
   insertLinkedAccount,
   removeUserPassword,
+  setUserEmailVerified,
   setUserPasswordHash,
+  setUserReclaimed,
   type User,
 } from '@/db/queries/users';
 import { defineQuery, inTransaction, type Program, type QueryContext } from '@/db/run';
@@ -47,14 +50,24 @@ function isUniqueViolation(error: unknown): boolean {
   return String(error).includes('UNIQUE') || (error as { cause?: { code?: unknown } } | null)?.cause?.code === '23505';
 }
 
+/** What ending a person's sessions ends with them, besides the browsers' sessions. */
+export interface SessionCleanup {
+  /** Their personal access tokens and connected apps: no client keeps acting for them. */
+  alsoTokensAndApps: boolean;
+  /** Their webhooks, subscribed browsers, e-mail choices and preferences: nobody else keeps being told. */
+  alsoNotifications: boolean;
+}
+
+const sessionsOnly: SessionCleanup = { alsoTokensAndApps: false, alsoNotifications: false };
+
 /**
- * Sets (or replaces) a user's password, ending every session signed in with the old one, and, with
- * `alsoTokensAndApps`, their personal access tokens and connected apps; used by `npm run user:password`.
+ * Sets (or replaces) a user's password, ending every session signed in with the old one (and the
+ * browsers subscribed in them), and what `cleanup` asks for; used by `npm run user:password`.
  */
 export async function setPassword(
   emailInput: string,
   passwordInput: string,
-  options: { alsoTokensAndApps: boolean } = { alsoTokensAndApps: false },
+  cleanup: SessionCleanup = sessionsOnly,
 ): Promise<{ ok: true } | { ok: false; message: string }> {
   const email = emailSchema.safeParse(emailInput);
   if (!email.success) return { ok: false, message: email.error.issues[0].message };
@@ -65,21 +78,27 @@ export async function setPassword(
   const passwordHash = await hashPassword(password.data);
   await inTransaction(function* (q) {
     yield* setUserPasswordHash.program(q, user.id, passwordHash);
-    if (options.alsoTokensAndApps) yield* endTokensAndApps(q, user.id);
+    yield* endWithSessions(q, user.id, cleanup);
   });
   return { ok: true };
 }
 
 /**
- * "Sign out everywhere": every session of the user, on every browser, ends at its next request. With
- * `alsoTokensAndApps`, their personal access tokens are revoked and their connected apps disconnected
- * too, so no client keeps acting for them.
+ * "Sign out everywhere": every session of the user, on every browser, ends at its next request, and the
+ * browsers subscribed in those sessions are no longer told. What `cleanup` asks for ends too.
  */
-export async function endAllSessions(userId: string, options: { alsoTokensAndApps: boolean } = { alsoTokensAndApps: false }): Promise<void> {
+export async function endAllSessions(userId: string, cleanup: SessionCleanup = sessionsOnly): Promise<void> {
   await inTransaction(function* (q) {
     yield* incrementUserSessionGeneration.program(q, userId);
-    if (options.alsoTokensAndApps) yield* endTokensAndApps(q, userId);
+    yield* endWithSessions(q, userId, cleanup);
   });
+}
+
+/** Run after the session generation rose: the browsers subscribed before go, and what `cleanup` asks for. */
+function* endWithSessions(q: QueryContext, userId: string, cleanup: SessionCleanup): Program<void> {
+  yield* deletePushTargetsOfEndedSessions.program(q, userId);
+  if (cleanup.alsoTokensAndApps) yield* endTokensAndApps(q, userId);
+  if (cleanup.alsoNotifications) yield* deleteNotificationSetupByUserId.program(q, userId);
 }
 
 /** Every personal access token and connected app of the user: no client keeps acting for them. */
@@ -89,17 +108,21 @@ function* endTokensAndApps(q: QueryContext, userId: string): Program<void> {
 }
 
 /**
- * Joins a provider account to the user whose email the provider vouches for. A password on that
- * account was chosen by whoever signed up with the email, and sign-up never proved the email was theirs:
- * it may be someone who got there before the owner. So the password goes, and with it every session,
- * personal access token and connected app it could have made; the owner signs in with the provider.
+ * Joins a provider account to the user whose email the provider vouches for, which proves the address.
+ * A password on that account was chosen by whoever signed up with the email, and sign-up never proved
+ * the email was theirs: it may be someone who got there before the owner. So the password goes, and
+ * with it everything it could have set up: every session, personal access token and connected app, and
+ * every webhook, subscribed browser and e-mail choice (each would tell that someone of the owner's
+ * tasks). The owner signs in with the provider, and the dashboard says what was removed.
  */
 export const linkAccountByProvenEmail = defineQuery(
   function* (q, user: User, account: { provider: string; providerAccountId: string }): Program<void> {
     yield* insertLinkedAccount.program(q, { provider: account.provider, providerAccountId: account.providerAccountId, userId: user.id });
+    yield* setUserEmailVerified.program(q, user.id, user.email);
     if (user.passwordHash === null) return;
     yield* removeUserPassword.program(q, user.id);
-    yield* endTokensAndApps(q, user.id);
+    yield* endWithSessions(q, user.id, { alsoTokensAndApps: true, alsoNotifications: true });
+    yield* setUserReclaimed.program(q, user.id, Date.now());
   },
   { transaction: 'immediate' },
 );

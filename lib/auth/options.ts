@@ -8,6 +8,7 @@ import {
   getUserByEmail,
   getUserById,
   insertLinkedAccount,
+  setUserEmailVerified,
   upgradeUserPasswordHash,
 } from '@/db/queries/users';
 import { inTransaction } from '@/db/run';
@@ -39,34 +40,39 @@ type GithubProfileWithEmails = GithubProfile & { verifiedPrimaryEmail?: string |
  * Which user an OAuth sign-in is, creating or joining accounts as needed. A provider account already
  * linked signs in as its user. Otherwise it is linked to the person signed in right now, or to the
  * account with the same email, but only when the provider vouches for that email: an unverified one
- * could belong to anyone. New accounts are made only while sign-up is open.
+ * could belong to anyone. New accounts are made only while sign-up is open. An address the provider
+ * vouches for is proved, for the account that has it, as a confirmation link would prove it.
  */
 export function resolveOAuthSignIn(
   identity: OAuthIdentity,
   context: { signedInUserId: string | null; allowSignup: boolean },
 ): Promise<{ ok: true; userId: string } | { ok: false; refusal: OAuthRefusal }> {
+  const vouchedEmail = identity.email && identity.emailVerified ? identity.email.trim().toLowerCase() : null;
   // One transaction: the account cannot be linked by another sign-in between this one's read and write.
   return inTransaction(function* (q) {
+    const signedInAs = function* (userId: string) {
+      if (vouchedEmail) yield* setUserEmailVerified.program(q, userId, vouchedEmail);
+      return { ok: true, userId } as const;
+    };
     const linked = yield* getLinkedAccountByProviderAccountId.program(q, identity.provider, identity.providerAccountId);
     if (linked) {
       if (context.signedInUserId && context.signedInUserId !== linked.userId) return { ok: false, refusal: 'OAuthAccountLinkedElsewhere' } as const;
-      return { ok: true, userId: linked.userId } as const;
+      return yield* signedInAs(linked.userId);
     }
     const account = { provider: identity.provider, providerAccountId: identity.providerAccountId };
     if (context.signedInUserId) {
       yield* insertLinkedAccount.program(q, { ...account, userId: context.signedInUserId });
-      return { ok: true, userId: context.signedInUserId } as const;
+      return yield* signedInAs(context.signedInUserId);
     }
-    if (!identity.email || !identity.emailVerified) return { ok: false, refusal: 'OAuthEmailNotVerified' } as const;
-    const email = identity.email.trim().toLowerCase();
-    const existing = yield* getUserByEmail.program(q, email);
+    if (!vouchedEmail) return { ok: false, refusal: 'OAuthEmailNotVerified' } as const;
+    const existing = yield* getUserByEmail.program(q, vouchedEmail);
     if (existing) {
       yield* linkAccountByProvenEmail.program(q, existing, account);
       return { ok: true, userId: existing.id } as const;
     }
     if (!context.allowSignup) return { ok: false, refusal: 'SignupClosed' } as const;
-    const created = yield* createUserWithLinkedAccount.program(q, { email, name: identity.name, ...account });
-    return { ok: true, userId: created.id } as const;
+    const created = yield* createUserWithLinkedAccount.program(q, { email: vouchedEmail, name: identity.name, ...account });
+    return yield* signedInAs(created.id);
   });
 }
 

@@ -5,8 +5,10 @@ import {
   anyNotificationTargets,
   claimDueTargets,
   deleteNotificationTarget,
+  deletePushTargetIfSessionEnded,
   finishDelivery,
   getNotificationPreferences,
+  isEmailTargetVerified,
   pendingEventsOf,
   releaseNotificationClaims,
   recordDeliveryAttempt,
@@ -194,6 +196,13 @@ export class Notifier {
         await finishDelivery(target.id, holder, { nextAttemptAt: Date.now() + minuteMs });
         return;
       }
+      if (email && !(await isEmailTargetVerified(target.id))) {
+        // Nobody proved the address is the person's: the events wait until someone does (which makes it due).
+        await finishDelivery(target.id, holder, { nextAttemptAt: Date.now() + 60 * minuteMs });
+        return;
+      }
+      // A browser subscribed in sessions that have ended is not the person's to tell any more.
+      if (target.channel === 'push' && (await deletePushTargetIfSessionEnded(target.id))) return;
       const { events: pending, scannedTo } = await pendingEventsOf(target, batched ? digestSize : 1);
       if (pending.length === 0) {
         await finishDelivery(target.id, holder, { cursor: scannedTo });

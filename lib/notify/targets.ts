@@ -1,7 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { z } from 'zod';
-import { createNotificationTarget, deleteNotificationTarget, listNotificationTargets, updateNotificationTarget, type NotificationTargetRow } from '@/db/queries/notifications';
+import {
+  createNotificationTarget,
+  deleteNotificationTarget,
+  deletePushTargetByAddress,
+  deletePushTargetsByAddress,
+  listNotificationTargets,
+  updateNotificationTarget,
+  type NotificationTargetRow,
+} from '@/db/queries/notifications';
+import type { User } from '@/db/queries/users';
 import { notificationEventTypes, type NotificationEventType } from '@/db/schema';
 import { bareHost, isPublicAddress } from './outbound';
 
@@ -58,13 +67,28 @@ export async function addWebhook(
   return { target };
 }
 
-/** Turns a person's e-mail on with these events (or changes them); no events turns it off, forgetting its place. */
-export async function setEmailPreferences(user: { id: string; email: string }, events: NotificationEventType[], includeDetails: boolean): Promise<void> {
+/** Whether e-mail may go to the account's address: someone proved it is theirs (a link, or GitHub or Google). */
+export function emailProven(user: Pick<User, 'email' | 'verifiedEmail'>): boolean {
+  return user.verifiedEmail === user.email;
+}
+
+/**
+ * Turns a person's e-mail on with these events (or changes them); no events turns it off, forgetting its
+ * place. Only a proved address may be turned on: the messages carry what tools wrote, under this
+ * server's name, and sign-up never checked whose address it was. Turning off always works.
+ */
+export async function setEmailPreferences(
+  user: Pick<User, 'id' | 'email' | 'verifiedEmail'>,
+  events: NotificationEventType[],
+  includeDetails: boolean,
+): Promise<{ ok: true } | { error: string }> {
   const current = (await listNotificationTargets(user.id)).find((target) => target.channel === 'email');
   if (current && events.length === 0) await deleteNotificationTarget(current.id, user.id);
+  else if (events.length > 0 && !emailProven(user)) return { error: `Confirm ${user.email} first: send yourself the confirmation link, and open it.` };
   else if (current) await updateNotificationTarget(current.id, user.id, { events, options: { includeDetails } });
   else if (events.length > 0)
     await createNotificationTarget({ userId: user.id, channel: 'email', address: user.email, secret: null, events, options: { includeDetails } });
+  return { ok: true };
 }
 
 /** A person may have this many browsers subscribed. */
@@ -82,10 +106,12 @@ export const pushSubscriptionSchema = z.object({
 
 /**
  * Subscribes one browser (or changes what it is told of: one subscription per browser, known by its
- * endpoint). The endpoint is held to the webhooks' rule: https, and not a private address.
+ * endpoint). The endpoint is held to the webhooks' rule: https, and not a private address. The
+ * subscription belongs to the session it is made in: it ends when the person's sessions end, and a
+ * browser another person subscribed before is theirs no more (one browser tells one person).
  */
 export async function subscribeBrowser(
-  userId: string,
+  user: Pick<User, 'id' | 'sessionGeneration'>,
   subscription: z.infer<typeof pushSubscriptionSchema>,
   events: NotificationEventType[],
   browser: string,
@@ -96,13 +122,32 @@ export async function subscribeBrowser(
   const chosen = eventTypesSchema.safeParse(events);
   if (!chosen.success) return { error: chosen.error.issues[0].message };
   const keys = JSON.stringify({ p256dh: subscription.keys.p256dh, auth: subscription.keys.auth });
-  const mine = (await listNotificationTargets(userId)).filter((target) => target.channel === 'push');
-  const same = mine.find((target) => target.address === checked.url);
-  if (same) {
-    await deleteNotificationTarget(same.id, userId);
-  } else if (mine.length >= maxPushSubscriptionsPerUser) {
+  const mine = (await listNotificationTargets(user.id)).filter((target) => target.channel === 'push');
+  const same = mine.some((target) => target.address === checked.url);
+  if (!same && mine.length >= maxPushSubscriptionsPerUser) {
     return { error: `You have ${mine.length} browsers subscribed, the most allowed: remove one first.` };
   }
-  const target = await createNotificationTarget({ userId, channel: 'push', address: checked.url, secret: keys, events: chosen.data, options: { browser: browser.slice(0, 100) } });
+  await deletePushTargetsByAddress(checked.url);
+  const target = await createNotificationTarget({
+    userId: user.id,
+    channel: 'push',
+    address: checked.url,
+    secret: keys,
+    events: chosen.data,
+    options: { browser: browser.slice(0, 100) },
+    sessionGeneration: user.sessionGeneration,
+  });
   return { target };
+}
+
+/** Removes the person's subscription of the browser whose push endpoint this is; false when there was none. */
+export async function forgetBrowser(userId: string, endpoint: string): Promise<boolean> {
+  let address: string;
+  try {
+    // Stored as the URL parser wrote it when the browser subscribed.
+    address = new URL(endpoint).toString();
+  } catch {
+    return false;
+  }
+  return deletePushTargetByAddress(userId, address);
 }

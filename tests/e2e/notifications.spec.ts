@@ -108,8 +108,18 @@ test('a person turns on e-mail for questions and gets one that links to the task
   await tokens.goto();
   const token = await tokens.create('mail');
 
+  // Signing up proved nothing: e-mail waits for the address to be confirmed with a link sent to it.
   await page.goto('/notifications');
+  await expect(page.getByText(`Sent to ${email}`)).toHaveCount(0);
+  await page.getByRole('button', { name: 'Send confirmation link' }).click();
+  await expect(page.getByRole('status').filter({ hasText: `Sent to ${email}: open the link in it.` })).toBeVisible();
+  await expect.poll(() => mail.messages.filter((message) => message.to.includes(email)).length).toBe(1);
+  const confirmation = readMail(mail.messages.find((entry) => entry.to.includes(email))!.raw);
+  await page.goto(/Confirm that it is yours: (\S+)/.exec(confirmation.text)![1]);
+  await expect(page.getByRole('status').filter({ hasText: `${email} is confirmed` })).toBeVisible();
+  await page.getByRole('link', { name: 'Go to Notifications' }).click();
   await expect(page.getByText(`Sent to ${email}`)).toBeVisible();
+  await expect(page.getByRole('button', { name: 'Send confirmation link' })).toHaveCount(0);
   await page.locator('#email-task\\.input_required').check();
   await page.getByRole('button', { name: 'Save e-mail choices' }).click();
   await expect(page.getByRole('status').filter({ hasText: 'Saved.' })).toBeVisible();
@@ -117,8 +127,8 @@ test('a person turns on e-mail for questions and gets one that links to the task
   const mcp = new RawMcp(server.mcpUrl, token);
   await mcp.initialize();
   const { task } = await mcp.call('tools/call', { name: 'ask_human', arguments: { question: 'Approve the invoice?' }, task: {} });
-  await expect.poll(() => mail.messages.filter((message) => message.to.includes(email)).length).toBe(1);
-  const message = readMail(mail.messages.find((entry) => entry.to.includes(email))!.raw);
+  await expect.poll(() => mail.messages.filter((message) => message.to.includes(email)).length).toBe(2);
+  const message = readMail(mail.messages.filter((entry) => entry.to.includes(email))[1].raw);
   expect(message.subject).toBe('“ask_human” asks: Approve the invoice?');
   const link = /Answer it here: (\S+)/.exec(message.text)![1];
   expect(link).toBe(`${server.url}/tasks/${task.taskId}`);
@@ -227,4 +237,43 @@ test('a question pushed to this browser shows in the open page, or as a notifica
   await cdp.send('ServiceWorker.deliverPushMessage', { origin: server.url, registrationId, data: payload });
   await expect.poll(notificationsShown).toBe(2);
   expect(await notifications()).toEqual([{ title: 'ask_human needs you', body: 'Roll back the deploy?', tag: task.taskId, data: { url: `${server.url}/tasks/${task.taskId}` } }]);
+});
+
+test('signing out unsubscribes this browser, and the server forgets it', async ({ page, notifying }) => {
+  const { server, pushService } = notifying;
+  await page.context().grantPermissions(['notifications'], { origin: server.url });
+  await new AuthPage(page).signUp(uniqueEmail('leaving'), password);
+  await page.waitForURL(/\/tasks$/);
+  await page.goto('/notifications');
+  await page.getByRole('button', { name: 'Notify this browser' }).click();
+  await expect(page.getByText(/This browser will be told\.|could not subscribe with its push service/)).toBeVisible();
+  const subscription = pushService.subscribe('leaving');
+  const cookie = (await page.context().cookies()).map((entry) => `${entry.name}=${entry.value}`).join('; ');
+  const subscribed = await callServerAction(server, {
+    page: '/notifications',
+    filename: 'app/(dashboard)/notifications/actions.ts',
+    exportedName: 'subscribeBrowserAction',
+    body: JSON.stringify([subscription, ['task.input_required'], 'Chrome on Linux']),
+    cookie,
+  });
+  expect(subscribed.status).toBe(200);
+  // This machine's Chromium reaches no push service, so the subscription the server holds is the
+  // stand-in's: the browser is made to answer with it, and its unsubscribe() leaves a mark that outlives
+  // the page.
+  await page.addInitScript((endpoint) => {
+    PushManager.prototype.getSubscription = async () =>
+      ({
+        endpoint,
+        unsubscribe: async () => {
+          localStorage.setItem('unsubscribed', endpoint);
+          return true;
+        },
+      }) as unknown as PushSubscription;
+  }, subscription.endpoint);
+  await page.reload();
+  await expect(page.getByRole('list', { name: 'Subscribed browsers' })).toContainText('this browser');
+
+  await new AuthPage(page).signOut();
+  expect(await page.evaluate(() => localStorage.getItem('unsubscribed'))).toBe(subscription.endpoint);
+  expect(server.db().prepare("SELECT count(*) AS n FROM notification_targets WHERE channel = 'push'").get()).toEqual({ n: 0 });
 });

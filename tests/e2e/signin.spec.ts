@@ -2,7 +2,7 @@ import type { Browser, BrowserContext } from '@playwright/test';
 import config from '../../playwright.config';
 import { expect, password, test, uniqueEmail } from '../fixtures';
 import { RawMcp } from '../helpers/mcp';
-import { startServer } from '../helpers/server';
+import { runScript, startServer } from '../helpers/server';
 import { AuthPage } from '../pages/auth';
 import { TokensPage } from '../pages/tokens';
 
@@ -98,6 +98,7 @@ test('“Sign out everywhere” ends the same person’s session in another brow
   const confirm = laptopPage.getByRole('group', { name: 'Confirm: Sign out everywhere' });
   await expect(confirm.getByText('Every browser signed in as you is signed out, this one included.')).toBeVisible();
   await expect(confirm.getByText('Clients using your access tokens and connected apps keep working.')).toBeVisible();
+  await expect(confirm.getByText('Browsers told of your tasks stop with their sessions; webhooks and e-mail keep being sent.')).toBeVisible();
   await confirm.getByRole('button', { name: 'Sign out everywhere' }).click();
   await laptopPage.waitForURL(/\/signin/);
 
@@ -112,8 +113,9 @@ test('“Sign out everywhere” ends the same person’s session in another brow
   await phone.close();
 });
 
-test('“Sign out everywhere” can revoke access tokens too, and says so before it does', async ({ page, server }) => {
-  await new AuthPage(page).signUp(uniqueEmail('everything'), password);
+test('“Sign out everywhere” can revoke access tokens and remove webhooks too, and says so before it does', async ({ page, server }) => {
+  const email = uniqueEmail('everything');
+  await new AuthPage(page).signUp(email, password);
   await page.waitForURL(/\/tasks$/);
   const tokens = new TokensPage(page);
   await tokens.goto();
@@ -127,8 +129,14 @@ test('“Sign out everywhere” can revoke access tokens too, and says so before
   const confirm = page.getByRole('group', { name: 'Confirm: Sign out everywhere' });
   await confirm.getByRole('checkbox', { name: 'Also revoke my access tokens and disconnect my apps' }).check();
   await expect(confirm.getByText('Every client using them stops at once, and has to be given a new token or connected again.')).toBeVisible();
+  expect(runScript(server, 'webhook', ['add', '--url', 'https://hooks.example.com/everything', '--email', email]).status).toBe(0);
+  const webhooks = () => server.db().prepare("SELECT count(*) AS n FROM notification_targets t JOIN users u ON u.id = t.user_id WHERE u.email = ?").get(email);
+  expect(webhooks()).toEqual({ n: 1 });
+  await confirm.getByRole('checkbox', { name: 'Also remove my webhooks and e-mail notifications' }).check();
+  await expect(confirm.getByText('Nothing is told of your tasks until you set it up again under Notifications, your preferences included.')).toBeVisible();
   await confirm.getByRole('button', { name: 'Sign out everywhere' }).click();
   await page.waitForURL(/\/signin/);
+  expect(webhooks()).toEqual({ n: 0 });
   // The client's open stream ends at once, not at the next periodic check of its token.
   expect(await stream.next(1_000)).toBeNull();
   expect((await client.request('ping')).status).toBe(401);

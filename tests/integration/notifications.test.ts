@@ -7,7 +7,7 @@ import { Webhook } from 'standardwebhooks';
 import { callServerAction, setPassword, signIn } from '../helpers/dashboard';
 import { RawMcp } from '../helpers/mcp';
 import { MailSink, PushService, readMail, WebhookReceiver } from '../helpers/receivers';
-import { createToken, runScript, startServer, type TestServer } from '../helpers/server';
+import { advanceClock, createToken, runScript, shiftedClockEnv, startServer, type TestServer } from '../helpers/server';
 
 let server: TestServer;
 const receiver = new WebhookReceiver();
@@ -65,6 +65,54 @@ function verified(secret: string, path: string): any[] {
 const targetRow = (id: string) => server.db().prepare('SELECT status, attempts, last_error AS "lastError", cursor FROM notification_targets WHERE id = ?').get(id) as any;
 const attemptsOf = (id: string) =>
   server.db().prepare('SELECT message_id AS "messageId", outcome, status_code AS "statusCode", error FROM notification_attempts WHERE target_id = ? ORDER BY id').all(id) as any[];
+
+/** Calls one of the notifications page's server actions, as its page does. */
+const notificationsAction = (exportedName: string, body: string | FormData, cookie?: string, on = server) =>
+  callServerAction(on, { page: '/notifications', filename: 'app/(dashboard)/notifications/actions.ts', exportedName, body, cookie });
+
+/** A form action's arguments: the previous state and the form, whose fields are `fields`. */
+function formArguments(fields: Record<string, string | string[]> = {}): FormData {
+  const form = new FormData();
+  for (const [name, value] of Object.entries(fields)) for (const entry of [value].flat()) form.append(`_1_${name}`, entry);
+  form.set('0', JSON.stringify([{}, '$K1']));
+  return form;
+}
+
+const userIdOf = (email: string, on = server) => (on.db().prepare('SELECT id FROM users WHERE email = ?').get(email) as { id: string }).id;
+const verifiedEmailOf = (email: string, on = server) => (on.db().prepare('SELECT verified_email AS "verifiedEmail" FROM users WHERE email = ?').get(email) as { verifiedEmail: string | null }).verifiedEmail;
+const channelsOf = (email: string, on = server) =>
+  (on.db().prepare('SELECT channel FROM notification_targets WHERE user_id = ? ORDER BY channel').all(userIdOf(email, on)) as Array<{ channel: string }>).map((row) => row.channel);
+const mailsTo = (email: string, sink = mail) => sink.messages.filter((message) => message.to.includes(email));
+/** The messages about tasks (not the links that prove the address). */
+const taskMailsTo = (email: string, sink = mail) => mailsTo(email, sink).filter((message) => !readMail(message.raw).subject.startsWith('Confirm your address'));
+
+/** Presses "Send confirmation link" and reads the link from the message it mails. */
+async function confirmationLink(email: string, cookie: string, on = server, sink = mail): Promise<string> {
+  const before = mailsTo(email, sink).length;
+  expect((await notificationsAction('sendConfirmationLinkAction', formArguments(), cookie, on)).text).toContain(`"sent":"${email}"`);
+  await expect.poll(() => mailsTo(email, sink).length, { timeout: 10_000 }).toBe(before + 1);
+  const { subject, text } = readMail(mailsTo(email, sink).at(-1)!.raw);
+  expect(subject).toBe('Confirm your address for task notifications');
+  return /Confirm that it is yours: (\S+)/.exec(text)![1];
+}
+
+/** Opens a link as the browser holding `cookie` would (none: signed out), without following redirects. */
+async function openLink(link: string, cookie?: string) {
+  const response = await fetch(link, { redirect: 'manual', headers: cookie ? { Cookie: cookie } : {} });
+  return { status: response.status, location: response.headers.get('location'), text: await response.text() };
+}
+
+/** Proves the account's address the way its owner does: the link mailed to it, opened signed in. */
+async function proveAddress(email: string, cookie: string): Promise<void> {
+  expect((await openLink(await confirmationLink(email, cookie), cookie)).text).toContain(`${email} is confirmed`);
+}
+
+/** A person with a password, signed in: their session cookie. */
+async function signedIn(email: string): Promise<string> {
+  await client(email);
+  expect(setPassword(server, email, password).status).toBe(0);
+  return (await signIn(server, email, password)).sessionCookie!;
+}
 
 describe('webhooks', () => {
   it('tells the person of a question, signed the Standard Webhooks way, then of how the task ended, in order', async () => {
@@ -268,10 +316,11 @@ describe('e-mail', () => {
     expect(setPassword(server, 'gus@example.com', password).status).toBe(0);
     const { sessionCookie } = await signIn(server, 'gus@example.com', password);
     expect((await saveEmail(sessionCookie!, ['task.input_required', 'task.exploded'])).text).toContain('could not be read');
+    await proveAddress('gus@example.com', sessionCookie!);
     expect((await saveEmail(sessionCookie!, ['task.input_required'])).status).toBe(200);
     const { task } = await mcp.call('tools/call', { name: 'ask_human', arguments: { question: 'Ship the release to production?', fields: { secretNote: { type: 'string', title: 'Note' } } }, task: {} });
-    await expect.poll(() => mail.messages.filter((message) => message.to.includes('gus@example.com')).length, { timeout: 10_000 }).toBe(1);
-    const [sent] = mail.messages.filter((message) => message.to.includes('gus@example.com'));
+    await expect.poll(() => taskMailsTo('gus@example.com').length, { timeout: 10_000 }).toBe(1);
+    const [sent] = taskMailsTo('gus@example.com');
     expect(sent.from).toBe('tasks@example.com');
     const { subject, text } = readMail(sent.raw);
     expect(subject).toBe('“ask_human” asks: Ship the release to production?');
@@ -284,8 +333,8 @@ describe('e-mail', () => {
     expect((await saveEmail(sessionCookie!, ['task.input_required', 'task.completed'], true)).status).toBe(200);
     await mcp.call('tasks/cancel', { taskId: task.taskId });
     const detailed = (await mcp.call('tools/call', { name: 'ask_human', arguments: { question: 'Second?', fields: { secretNote: { type: 'string' } } }, task: {} })).task;
-    await expect.poll(() => mail.messages.filter((message) => message.to.includes('gus@example.com')).length, { timeout: 10_000 }).toBe(2);
-    const second = readMail(mail.messages.filter((message) => message.to.includes('gus@example.com'))[1].raw);
+    await expect.poll(() => taskMailsTo('gus@example.com').length, { timeout: 10_000 }).toBe(2);
+    const second = readMail(taskMailsTo('gus@example.com')[1].raw);
     expect(second.text).toContain(`${server.url}/tasks/${detailed.taskId}`);
     expect(second.text).toContain('"secretNote"');
   });
@@ -294,6 +343,7 @@ describe('e-mail', () => {
     const mcp = await client('liv@example.com');
     expect(setPassword(server, 'liv@example.com', password).status).toBe(0);
     const { sessionCookie } = await signIn(server, 'liv@example.com', password);
+    await proveAddress('liv@example.com', sessionCookie!);
     expect((await saveEmail(sessionCookie!, ['task.input_required'])).status).toBe(200);
     const savePreferences = (fields: Record<string, string>) => {
       const form = new FormData();
@@ -308,7 +358,7 @@ describe('e-mail', () => {
     expect((await savePreferences({ quietWhileLive: 'on', maxPerMinute: '10' })).text).not.toContain('from 1 to 60');
     expect(preferences()).toEqual({ quiet: 1, perMinute: 10 });
 
-    const mailsToLiv = () => mail.messages.filter((message) => message.to.includes('liv@example.com'));
+    const mailsToLiv = () => taskMailsTo('liv@example.com');
     const target = server.db().prepare("SELECT id FROM notification_targets WHERE user_id = ? AND channel = 'email'").get(user.id) as { id: string };
     const stream = await mcp.openGetStream();
     await mcp.call('tools/call', { name: 'ask_human', arguments: { question: 'Watching?' }, task: {} });
@@ -330,6 +380,7 @@ describe('e-mail', () => {
     const mcp = await client('hal@example.com');
     expect(setPassword(server, 'hal@example.com', password).status).toBe(0);
     const { sessionCookie } = await signIn(server, 'hal@example.com', password);
+    await proveAddress('hal@example.com', sessionCookie!);
     expect((await saveEmail(sessionCookie!, ['task.completed'])).status).toBe(200);
     mail.refusing = true;
     const tasks = [await mcp.startDelayTask(0), await mcp.startDelayTask(0), await mcp.startDelayTask(0)];
@@ -338,12 +389,195 @@ describe('e-mail', () => {
     const target = server.db().prepare("SELECT id FROM notification_targets WHERE user_id = ? AND channel = 'email'").get(user.id) as { id: string };
     await expect.poll(() => attemptsOf(target.id).length, { timeout: 10_000 }).toBeGreaterThanOrEqual(1);
     mail.refusing = false;
-    await expect.poll(() => mail.messages.filter((message) => message.to.includes('hal@example.com')).length, { timeout: 10_000 }).toBe(1);
-    const digest = readMail(mail.messages.find((message) => message.to.includes('hal@example.com'))!.raw);
+    await expect.poll(() => taskMailsTo('hal@example.com').length, { timeout: 10_000 }).toBe(1);
+    const digest = readMail(taskMailsTo('hal@example.com')[0].raw);
     expect(digest.subject).toBe('3 tasks ended');
     for (const task of tasks) expect(digest.text).toContain(`${server.url}/tasks/${task.taskId}`);
     // The sink has the message before the server, told it was taken, logs the attempt.
     await expect.poll(() => attemptsOf(target.id).at(-1)?.outcome).toBe('delivered');
+  });
+
+  it('turns e-mail on only for an address proved by a link sent to it, used once, signed in as its account', async () => {
+    const cookie = await signedIn('pam@example.com');
+    // Sign-up proved nothing: e-mail cannot be turned on, and the page says how to confirm.
+    expect((await saveEmail(cookie, ['task.input_required'])).text).toContain('Confirm pam@example.com first');
+    expect(channelsOf('pam@example.com')).toEqual([]);
+    const page = await (await fetch(`${server.url}/notifications`, { headers: { Cookie: cookie } })).text();
+    expect(page).toContain('Send confirmation link');
+
+    const link = await confirmationLink('pam@example.com', cookie);
+    expect(new URL(link).pathname).toBe('/notifications/confirm');
+    // Signed out (a mail scanner following the link), it leads to sign-in and back, and proves nothing.
+    const signedOut = await openLink(link);
+    expect(signedOut.status).toBe(307);
+    expect(decodeURIComponent(signedOut.location!)).toContain(`callbackUrl=${new URL(link).pathname}${new URL(link).search}`);
+    // Another account's session, and a link whose claims were changed, are refused and change nothing.
+    const other = await signedIn('quin@example.com');
+    expect((await openLink(link, other)).text).toContain('This link was sent for another account, not quin@example.com');
+    const [header, payload, signature] = new URL(link).searchParams.get('token')!.split('.');
+    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString());
+    const forged = new URL(link);
+    forged.searchParams.set('token', [header, Buffer.from(JSON.stringify({ ...claims, email: 'quin@example.com', sub: userIdOf('quin@example.com') })).toString('base64url'), signature].join('.'));
+    expect((await openLink(forged.toString(), other)).text).toContain('This link is not one this server sent, or it was changed on the way');
+    expect((await openLink(`${server.url}/notifications/confirm?token=nonsense`, cookie)).text).toContain('This link is not one this server sent');
+    expect((await openLink(`${server.url}/notifications/confirm`, cookie)).text).toContain('This page needs the link from the confirmation e-mail');
+    expect(verifiedEmailOf('pam@example.com')).toBeNull();
+    expect(verifiedEmailOf('quin@example.com')).toBeNull();
+
+    expect((await openLink(link, cookie)).text).toContain('pam@example.com is confirmed: e-mail notifications can go to it.');
+    expect(verifiedEmailOf('pam@example.com')).toBe('pam@example.com');
+    // Each link works once.
+    expect((await openLink(link, cookie)).text).toContain('This link was used already (each works once), and pam@example.com is confirmed.');
+    expect((await saveEmail(cookie, ['task.input_required'])).text).not.toContain('Confirm');
+    expect(channelsOf('pam@example.com')).toEqual(['email']);
+
+    // Each press mails an address: three links an hour, then the button says to wait.
+    await confirmationLink('pam@example.com', cookie);
+    await confirmationLink('pam@example.com', cookie);
+    const sent = mailsTo('pam@example.com').length;
+    expect((await notificationsAction('sendConfirmationLinkAction', formArguments(), cookie)).text).toMatch(/At most 3 links an hour: open the newest one you were sent, or try again in \d+ minutes/);
+    expect(mailsTo('pam@example.com')).toHaveLength(sent);
+  });
+
+  it('holds e-mail to an address nobody proved (an account from before addresses were proved) until it is proved', async () => {
+    const mcp = await client('rex@example.com');
+    const cookie = await signedIn('rex@example.com');
+    await proveAddress('rex@example.com', cookie);
+    expect((await saveEmail(cookie, ['task.input_required'])).status).toBe(200);
+    // As the upgrade leaves an account whose e-mail was on: no address proved.
+    server.db().prepare('UPDATE users SET verified_email = NULL WHERE id = ?').run(userIdOf('rex@example.com'));
+    const target = server.db().prepare("SELECT id FROM notification_targets WHERE user_id = ? AND channel = 'email'").get(userIdOf('rex@example.com')) as { id: string };
+    const { task } = await mcp.call('tools/call', { name: 'ask_human', arguments: { question: 'Held for rex?' }, task: {} });
+    // The notifier looked at it and put it off for the hour, sending nothing and moving no cursor.
+    const nextAttempt = () => (server.db().prepare('SELECT next_attempt_at AS "at" FROM notification_targets WHERE id = ?').get(target.id) as { at: number }).at;
+    await expect.poll(nextAttempt, { timeout: 10_000 }).toBeGreaterThan(Date.now() + 30 * 60_000);
+    expect(taskMailsTo('rex@example.com')).toHaveLength(0);
+    expect(attemptsOf(target.id)).toEqual([]);
+    const page = await (await fetch(`${server.url}/notifications`, { headers: { Cookie: cookie } })).text();
+    expect(page).toContain('E-mail is paused, its events waiting, until');
+    // Changing the choices is refused until then; turning e-mail off is not.
+    expect((await saveEmail(cookie, ['task.input_required', 'task.completed'])).text).toContain('Confirm rex@example.com first');
+
+    await proveAddress('rex@example.com', cookie);
+    await expect.poll(() => taskMailsTo('rex@example.com').length, { timeout: 10_000 }).toBe(1);
+    expect(readMail(taskMailsTo('rex@example.com')[0].raw).text).toContain(`${server.url}/tasks/${task.taskId}`);
+  });
+});
+
+describe('e-mail links that expire', () => {
+  it('refuses a confirmation link used after its hour, proving nothing', async () => {
+    const sink = new MailSink();
+    await sink.start();
+    const clockServer = await startServer({ ...shiftedClockEnv(), SMTP_URL: `smtp://127.0.0.1:${sink.port}` });
+    try {
+      createToken(clockServer, 'late@example.com');
+      expect(setPassword(clockServer, 'late@example.com', password).status).toBe(0);
+      const { sessionCookie } = await signIn(clockServer, 'late@example.com', password);
+      const link = await confirmationLink('late@example.com', sessionCookie!, clockServer, sink);
+      await advanceClock(clockServer, 61 * 60_000);
+      expect((await openLink(link, sessionCookie)).text).toContain('This link has expired: links work for an hour. Send a new one from Notifications.');
+      expect(verifiedEmailOf('late@example.com', clockServer)).toBeNull();
+      const used = clockServer.db().prepare('SELECT used_at AS "usedAt" FROM email_confirmations WHERE user_id = ?').all(userIdOf('late@example.com', clockServer));
+      expect(used).toEqual([{ usedAt: null }]);
+    } finally {
+      await clockServer.stop();
+      fs.rmSync(clockServer.env.CLOCK_OFFSET_FILE, { force: true });
+      await sink.stop();
+    }
+  });
+});
+
+describe('when sessions end', () => {
+  const subscribe = (cookie: string, subscription: unknown) =>
+    notificationsAction('subscribeBrowserAction', JSON.stringify([subscription, ['task.input_required'], 'Test browser']), cookie);
+  const signOutEverywhere = (cookie: string, choice: { alsoTokensAndApps: boolean; alsoNotifications: boolean }) =>
+    callServerAction(server, { page: '/tasks', filename: 'app/(auth)/actions.ts', exportedName: 'signOutEverywhereAction', body: JSON.stringify([choice]), cookie });
+  const pushRows = (email: string) =>
+    server.db().prepare("SELECT address, session_generation AS generation FROM notification_targets WHERE user_id = ? AND channel = 'push' ORDER BY address").all(userIdOf(email)) as Array<{
+      address: string;
+      generation: number;
+    }>;
+
+  it('tells a browser nothing once the sessions it was subscribed in have ended', async () => {
+    const mcp = await client('sid@example.com');
+    const first = await signedIn('sid@example.com');
+    expect((await subscribe(first, pushService.subscribe('sid-laptop'))).status).toBe(200);
+    const generation = (server.db().prepare('SELECT session_generation AS g FROM users WHERE email = ?').get('sid@example.com') as { g: number }).g;
+    expect(pushRows('sid@example.com')).toEqual([{ address: expect.stringContaining('/push/sid-laptop'), generation }]);
+    // The sessions end where the subscription is not removed with them (another instance, an older
+    // version): the notifier itself finds the browser is no longer the person's, and drops it unpushed.
+    server.db().prepare('UPDATE users SET session_generation = session_generation + 1 WHERE email = ?').run('sid@example.com');
+    await mcp.call('tools/call', { name: 'ask_human', arguments: { question: 'Sid?' }, task: {} });
+    await expect.poll(() => pushRows('sid@example.com'), { timeout: 10_000 }).toEqual([]);
+    expect(pushService.for('sid-laptop')).toEqual([]);
+
+    // Sign out everywhere removes the browsers subscribed before, at once; a new password too.
+    const second = (await signIn(server, 'sid@example.com', password)).sessionCookie!;
+    expect((await subscribe(second, pushService.subscribe('sid-phone'))).status).toBe(200);
+    expect((await signOutEverywhere(second, { alsoTokensAndApps: false, alsoNotifications: false })).text).toContain('"ok":true');
+    expect(pushRows('sid@example.com')).toEqual([]);
+    const third = (await signIn(server, 'sid@example.com', password)).sessionCookie!;
+    expect((await subscribe(third, pushService.subscribe('sid-tablet'))).status).toBe(200);
+    expect(setPassword(server, 'sid@example.com', 'a new long enough password').status).toBe(0);
+    expect(pushRows('sid@example.com')).toEqual([]);
+  });
+
+  it('removes webhooks, e-mail and preferences with the sessions when asked, by sign out everywhere or user:password', async () => {
+    const cookie = await signedIn('tess@example.com');
+    await proveAddress('tess@example.com', cookie);
+    const setUp = async (session: string) => {
+      addWebhook(receiver.url('/tess'), { email: 'tess@example.com' });
+      expect((await notificationsAction('saveEmailAction', formArguments({ events: 'task.input_required' }), session)).status).toBe(200);
+      expect((await notificationsAction('savePreferencesAction', formArguments({ maxPerMinute: '5' }), session)).status).toBe(200);
+      expect((await subscribe(session, pushService.subscribe(`tess-${Math.random()}`))).status).toBe(200);
+      expect(channelsOf('tess@example.com')).toEqual(['email', 'push', 'webhook']);
+    };
+    const preferences = () => server.db().prepare('SELECT count(*) AS n FROM notification_preferences WHERE user_id = ?').get(userIdOf('tess@example.com'));
+    await setUp(cookie);
+    // Not asked: only the browsers go, with their sessions.
+    expect((await signOutEverywhere(cookie, { alsoTokensAndApps: false, alsoNotifications: false })).text).toContain('"ok":true');
+    expect(channelsOf('tess@example.com')).toEqual(['email', 'webhook']);
+    expect(preferences()).toEqual({ n: 1 });
+
+    const again = (await signIn(server, 'tess@example.com', password)).sessionCookie!;
+    expect((await subscribe(again, pushService.subscribe('tess-again'))).status).toBe(200);
+    expect((await signOutEverywhere(again, { alsoTokensAndApps: false, alsoNotifications: true })).text).toContain('"ok":true');
+    expect(channelsOf('tess@example.com')).toEqual([]);
+    expect(preferences()).toEqual({ n: 0 });
+
+    const third = (await signIn(server, 'tess@example.com', password)).sessionCookie!;
+    await setUp(third);
+    const kept = setPassword(server, 'tess@example.com', 'a second long enough password');
+    expect(kept.stderr).toContain('Their webhooks and e-mail notifications still deliver (browsers subscribed before no longer do): add --remove-notifications');
+    expect(channelsOf('tess@example.com')).toEqual(['email', 'webhook']);
+    const removed = setPassword(server, 'tess@example.com', 'a third long enough password', ['--remove-notifications']);
+    expect(removed.stderr).toContain('Their webhooks, subscribed browsers and e-mail notifications are removed.');
+    expect(channelsOf('tess@example.com')).toEqual([]);
+    expect(preferences()).toEqual({ n: 0 });
+  });
+
+  it('forgets the browser signed out of, and lets a browser tell one person at most', async () => {
+    const mcp = await client('uma@example.com');
+    const uma = await signedIn('uma@example.com');
+    const vic = await signedIn('vic@example.com');
+    const shared = pushService.subscribe('shared-pc');
+    const phone = pushService.subscribe('uma-phone');
+    expect((await subscribe(uma, shared)).status).toBe(200);
+    expect((await subscribe(uma, phone)).status).toBe(200);
+    // Another person cannot make Uma's browser forget her; signing out of the shared computer does.
+    expect((await notificationsAction('forgetBrowserAction', JSON.stringify([shared.endpoint]), vic)).text).toContain('"removed":false');
+    expect(pushRows('uma@example.com')).toHaveLength(2);
+    expect((await notificationsAction('forgetBrowserAction', JSON.stringify([shared.endpoint]), uma)).text).toContain('"removed":true');
+    expect(pushRows('uma@example.com').map((row) => row.address)).toEqual([expect.stringContaining('/push/uma-phone')]);
+
+    // Uma subscribes the shared computer again and leaves without signing out; Vic subscribes it next.
+    expect((await subscribe(uma, shared)).status).toBe(200);
+    expect((await subscribe(vic, shared)).status).toBe(200);
+    expect(pushRows('uma@example.com').map((row) => row.address)).toEqual([expect.stringContaining('/push/uma-phone')]);
+    expect(pushRows('vic@example.com').map((row) => row.address)).toEqual([expect.stringContaining('/push/shared-pc')]);
+    await mcp.call('tools/call', { name: 'ask_human', arguments: { question: 'Only for Uma?' }, task: {} });
+    await expect.poll(() => pushService.for('uma-phone').length, { timeout: 10_000 }).toBe(1);
+    expect(pushService.for('shared-pc')).toEqual([]);
   });
 });
 

@@ -313,6 +313,29 @@ describe('signing out everywhere', () => {
   });
 });
 
+describe('an account taken back with GitHub or Google', () => {
+  it('says on every page what went with the password someone else set, until the person has read it', async () => {
+    makeUser('reclaimed@example.com', 'the password');
+    const { sessionCookie } = await signIn('reclaimed@example.com', 'the password', '198.51.100.30');
+    const notice = 'Someone had signed up with your address, and a password of theirs, before you signed in with GitHub or Google.';
+    const page = async (path: string) => (await fetch(`${server.url}${path}`, { headers: { Cookie: sessionCookie! } })).text();
+    expect(await page('/tasks')).not.toContain(notice);
+    // What the provider's sign-in records as it removes that password (tests/unit/auth-options.test.ts).
+    server.db().prepare('UPDATE users SET reclaimed_at = ? WHERE email = ?').run(Date.now(), 'reclaimed@example.com');
+    for (const path of ['/tasks', '/notifications']) {
+      const shown = await page(path);
+      expect(shown).toContain(notice);
+      expect(shown).toContain('every webhook, subscribed browser and e-mail notification of this account');
+    }
+    const dismiss = (cookie: string) => callServerAction(server, { page: '/tasks', filename: 'app/(auth)/actions.ts', exportedName: 'dismissReclaimedNoticeAction', body: '[]', cookie });
+    // Signed out, nothing is dismissed.
+    expect((await dismiss('')).text).not.toContain('"ok":true');
+    expect(await page('/tasks')).toContain(notice);
+    expect((await dismiss(sessionCookie!)).text).toContain('"ok":true');
+    expect(await page('/tasks')).not.toContain(notice);
+  });
+});
+
 describe('sign-up', () => {
   const signUpForm = (email: string) => {
     const body = new FormData();

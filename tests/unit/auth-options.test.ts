@@ -34,6 +34,7 @@ const { issueAccessToken, verifyBearer } = await import('@/lib/auth/tokens');
 const { getDb } = await import('@/db/client');
 const { createUser, getUserByEmail, getUserById } = await import('@/db/queries/users');
 const { getConsent, upsertConsent, upsertOAuthRecord } = await import('@/db/queries/oauth');
+const { createNotificationTarget, setNotificationPreferences } = await import('@/db/queries/notifications');
 
 afterAll(() => {
   getDb().$client.close();
@@ -66,6 +67,19 @@ async function grantApp(userId: string) {
   const records = () =>
     getDb().$client.prepare("SELECT model FROM oauth_records WHERE json_extract(payload, '$.clientId') = ? ORDER BY model").all(clientId);
   return { clientId, records };
+}
+
+/** A webhook, a subscribed browser, e-mail and preferences, as someone holding the account would set them up. */
+async function setUpNotifications(user: { id: string; email: string; sessionGeneration: number }) {
+  const base = { userId: user.id, events: ['task.input_required' as const], options: {} };
+  await createNotificationTarget({ ...base, channel: 'webhook', address: 'https://hooks.example.net/mine', secret: 'whsec_x' });
+  await createNotificationTarget({ ...base, channel: 'push', address: 'https://push.example.net/mine', secret: '{}', sessionGeneration: user.sessionGeneration });
+  await createNotificationTarget({ ...base, channel: 'email', address: user.email, secret: null });
+  await setNotificationPreferences({ userId: user.id, quietWhileLive: 1, maxPerMinute: 1 });
+  return () => ({
+    targets: getDb().$client.prepare('SELECT channel FROM notification_targets WHERE user_id = ? ORDER BY channel').all(user.id).map((row: any) => row.channel),
+    preferences: getDb().$client.prepare('SELECT count(*) AS n FROM notification_preferences WHERE user_id = ?').get(user.id),
+  });
 }
 
 const linkedRows = (userId: string) =>
@@ -242,6 +256,9 @@ describe('OAuth sign-in', () => {
     const squatterToken = await options.callbacks!.jwt!({ token: {}, user: squatterSession, account: { provider: 'credentials', type: 'credentials', providerAccountId: squatterSession.id }, trigger: 'signIn' });
     const { token: personalToken } = await issueAccessToken({ userId: squatter.user.id, name: 'squatter’s client' });
     const app = await grantApp(squatter.user.id);
+    const notifications = await setUpNotifications(squatter.user);
+    expect(notifications()).toEqual({ targets: ['email', 'push', 'webhook'], preferences: { n: 1 } });
+    expect((await getUserById(squatter.user.id))!.reclaimedAt).toBeNull();
 
     const { allowed, token } = await oauthSignIn(google('g-owner', email, true));
     expect(allowed).toBe(true);
@@ -253,6 +270,12 @@ describe('OAuth sign-in', () => {
     expect(await verifyBearer(`Bearer ${personalToken}`, appUrl)).toEqual({ ok: false, reason: 'revoked' });
     expect(app.records()).toEqual([]);
     expect(await getConsent(squatter.user.id, app.clientId)).toBeUndefined();
+    // Nothing the squatter set up tells them of the owner's tasks; the dashboard says what went, and the
+    // address Google vouched for is proved.
+    expect(notifications()).toEqual({ targets: [], preferences: { n: 0 } });
+    const owner = (await getUserById(squatter.user.id))!;
+    expect(owner.reclaimedAt).toEqual(expect.any(Number));
+    expect(owner.verifiedEmail).toBe(email);
   });
 
   it('a verified email joining an account without a password keeps its sessions, tokens and apps', async () => {
@@ -260,11 +283,37 @@ describe('OAuth sign-in', () => {
     const user = await createUser({ email });
     const { token: personalToken } = await issueAccessToken({ userId: user.id, name: 'client' });
     const app = await grantApp(user.id);
+    const notifications = await setUpNotifications(user);
     expect((await oauthSignIn(google('g-operator-made', email, true))).allowed).toBe(true);
+    expect(notifications()).toEqual({ targets: ['email', 'push', 'webhook'], preferences: { n: 1 } });
+    expect((await getUserById(user.id))!.reclaimedAt).toBeNull();
     expect((await getUserById(user.id))!.sessionGeneration).toBe(user.sessionGeneration);
     expect(await verifyBearer(`Bearer ${personalToken}`, appUrl)).toMatchObject({ ok: true });
     expect(app.records()).toHaveLength(2);
     expect(await getConsent(user.id, app.clientId)).toBeDefined();
+  });
+
+  it('proves the address a provider vouches for, and only that address of the account it signs in', async () => {
+    const created = freshEmail('gh-created');
+    await oauthSignIn(github(120, created, true));
+    expect((await getUserByEmail(created))!.verifiedEmail).toBe(created);
+
+    // An account linked before addresses were proved is proved at its next sign-in that vouches for it.
+    const linkedEarlier = await createUser({ email: freshEmail('linked-earlier') });
+    signedInUserId = linkedEarlier.id;
+    await oauthSignIn(github(121, freshEmail('elsewhere'), false));
+    signedInUserId = null;
+    expect((await getUserById(linkedEarlier.id))!.verifiedEmail).toBeNull();
+    await oauthSignIn(github(121, linkedEarlier.email, false));
+    expect((await getUserById(linkedEarlier.id))!.verifiedEmail).toBeNull();
+    await oauthSignIn(github(121, linkedEarlier.email, true));
+    expect((await getUserById(linkedEarlier.id))!.verifiedEmail).toBe(linkedEarlier.email);
+
+    // Google vouching for another address proves nothing of this account's.
+    const person = await createUser({ email: freshEmail('google-person') });
+    signedInUserId = person.id;
+    await oauthSignIn(google('g-other-address', freshEmail('google-other'), true));
+    expect((await getUserById(person.id))!.verifiedEmail).toBeNull();
   });
 
   it('puts the session generation in the token; a raised generation leaves the session without a user', async () => {

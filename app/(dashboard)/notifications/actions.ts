@@ -2,10 +2,17 @@
 
 import { revalidatePath } from 'next/cache';
 import { z } from 'zod';
-import { countTestEventsSince, deleteNotificationTarget, getNotificationTarget, resumeNotificationTarget, setNotificationPreferences } from '@/db/queries/notifications';
+import {
+  countTestEventsSince,
+  deleteNotificationTarget,
+  getNotificationTarget,
+  resumeNotificationTarget,
+  setNotificationPreferences,
+} from '@/db/queries/notifications';
 import { notificationEventTypes } from '@/db/schema';
 import { getEnv } from '@/lib/env';
-import { addWebhook, maxPerMinuteChoice, pushSubscriptionSchema, setEmailPreferences, subscribeBrowser } from '@/lib/notify/targets';
+import { sendConfirmationLink } from '@/lib/notify/email-proof';
+import { addWebhook, forgetBrowser, maxPerMinuteChoice, pushSubscriptionSchema, setEmailPreferences, subscribeBrowser } from '@/lib/notify/targets';
 import { getRuntime } from '@/lib/runtime';
 import { formActionArguments, validatedActionWithUser } from '@/lib/validated-action';
 
@@ -26,10 +33,26 @@ export const saveEmailAction = validatedActionWithUser(
     if (!getEnv().SMTP_URL) return { error: 'E-mail is off on this server: its operator has not set SMTP_URL.' };
     const events = chosenEvents(form);
     if (!events.success) return { error: unreadable };
-    await setEmailPreferences(user, events.data, form.get('includeDetails') === 'on');
+    const saved = await setEmailPreferences(user, events.data, form.get('includeDetails') === 'on');
+    if ('error' in saved) return saved;
     getRuntime().notifier.targetsChanged();
     revalidatePath('/notifications');
     return { saved: true };
+  },
+);
+
+export type SendConfirmationState = { sent?: string; error?: string };
+
+/** Mails a link that proves the account's address: e-mail notifications go only to a proved one. */
+export const sendConfirmationLinkAction = validatedActionWithUser(
+  formActionArguments,
+  { signedOut: { error: sessionExpired } as SendConfirmationState, invalid: { error: unreadable } as SendConfirmationState, storage: (sentence) => ({ error: sentence }) },
+  async (user): Promise<SendConfirmationState> => {
+    const mail = getRuntime().mail;
+    if (!mail) return { error: 'E-mail is off on this server: its operator has not set SMTP_URL.' };
+    const sent = await sendConfirmationLink(user, mail, getEnv().APP_URL);
+    if ('error' in sent) return sent;
+    return { sent: user.email };
   },
 );
 
@@ -101,12 +124,22 @@ export const subscribeBrowserAction = validatedActionWithUser(
   z.tuple([pushSubscriptionSchema, z.array(z.enum(notificationEventTypes)).max(notificationEventTypes.length), z.string().max(500)]),
   { signedOut: { error: sessionExpired } as SubscribeBrowserResult, invalid: { error: 'The browser gave a subscription this server cannot use.' } as SubscribeBrowserResult, storage: (sentence) => ({ error: sentence }) },
   async (user, subscription, events, browser): Promise<SubscribeBrowserResult> => {
-    const subscribed = await subscribeBrowser(user.id, subscription, events, browser, getEnv().notifyPrivateHosts);
+    const subscribed = await subscribeBrowser(user, subscription, events, browser, getEnv().notifyPrivateHosts);
     if ('error' in subscribed) return { error: subscribed.error };
     getRuntime().notifier.targetsChanged();
     revalidatePath('/notifications');
     return { id: subscribed.target.id };
   },
+);
+
+/**
+ * Signing out of this browser: its subscription goes with the session, so that the next person to use
+ * the browser is not shown this person's questions. Known by its push endpoint, as the browser gives it.
+ */
+export const forgetBrowserAction = validatedActionWithUser(
+  z.tuple([z.string().max(2000)]),
+  { signedOut: {} as { removed?: boolean }, invalid: {} as { removed?: boolean } },
+  async (user, endpoint): Promise<{ removed?: boolean }> => ({ removed: await forgetBrowser(user.id, endpoint) }),
 );
 
 export type SavePreferencesState = { saved?: boolean; error?: string };

@@ -1,4 +1,5 @@
 import { AddWebhookForm } from '@/components/notifications/add-webhook-form';
+import { ConfirmAddress } from '@/components/notifications/confirm-address';
 import { EmailForm } from '@/components/notifications/email-form';
 import { PreferencesForm } from '@/components/notifications/preferences-form';
 import { PushControls } from '@/components/notifications/push-controls';
@@ -8,7 +9,7 @@ import { RelativeTime } from '@/components/ui/relative-time';
 import { getNotificationPreferences, listDeliveryAttempts, listNotificationTargets } from '@/db/queries/notifications';
 import { requireUser } from '@/lib/auth/session';
 import { getEnv } from '@/lib/env';
-import { maxPerMinuteChoice } from '@/lib/notify/targets';
+import { emailProven, maxPerMinuteChoice } from '@/lib/notify/targets';
 import { getVapidKeys } from '@/lib/notify/vapid';
 
 export const dynamic = 'force-dynamic';
@@ -64,7 +65,11 @@ export default async function NotificationsPage() {
       </Card>
       <Card title="E-mail">
         {env.SMTP_URL ? (
-          <EmailForm address={user.email} chosen={email?.events ?? []} includeDetails={email?.options.includeDetails === true} />
+          <>
+            {!emailProven(user) && <ConfirmAddress address={user.email} paused={email !== undefined} />}
+            {/* An address not yet proved shows the choices only while e-mail is on, to change or turn it off. */}
+            {(emailProven(user) || email) && <EmailForm address={user.email} chosen={email?.events ?? []} includeDetails={email?.options.includeDetails === true} />}
+          </>
         ) : (
           <p className="text-sm text-zinc-600 dark:text-zinc-400">E-mail is off on this server: its operator has not set SMTP_URL.</p>
         )}

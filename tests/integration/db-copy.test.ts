@@ -18,6 +18,7 @@ const password = 'correct horse battery staple';
 const redirectUri = 'http://127.0.0.1:53682/callback';
 const tables = [
   'users',
+  'email_confirmations',
   'linked_accounts',
   'access_tokens',
   'mcp_sessions',
@@ -187,6 +188,8 @@ beforeAll(async () => {
   const userId = writable.prepare('SELECT id FROM users').pluck().get() as string;
   writable.prepare('INSERT INTO linked_accounts (provider, provider_account_id, user_id, created_at) VALUES (?, ?, ?, ?)').run('github', '12345', userId, Date.now());
   writable.prepare('INSERT INTO notification_preferences (user_id, quiet_while_live, max_per_minute) VALUES (?, 1, 12)').run(userId);
+  // A confirmation link sent and opened, as the Notifications page's button and the link would leave it.
+  writable.prepare('INSERT INTO email_confirmations (id, user_id, email, created_at, expires_at, used_at) VALUES (?, ?, ?, ?, ?, ?)').run('confirmation-1', userId, 'ada@example.com', Date.now() - 60_000, Date.now() + 3_540_000, Date.now());
   writable.close();
   const reader = new Database(sqlitePath, { readonly: true });
   for (const column of ['password_hash FROM users', 'token_hash FROM access_tokens', 'id_hash FROM oauth_records', 'payload FROM oauth_records', 'response FROM task_inputs']) {
@@ -213,7 +216,7 @@ describe('npm run db:copy', () => {
     for (const table of tables) {
       expect(copy.stdout).toContain(`  ${table}: ${sqliteRows(table).length} rows\n`);
     }
-    expect(copy.stdout).toMatch(/^Copied 14 tables, \d+ rows; every table has as many rows in PostgreSQL as in SQLite\.$/m);
+    expect(copy.stdout).toMatch(/^Copied 15 tables, \d+ rows; every table has as many rows in PostgreSQL as in SQLite\.$/m);
     await expectSameRows(database.url);
     expect(fs.readFileSync(sqlitePath).equals(fileBefore)).toBe(true);
 

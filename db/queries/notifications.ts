@@ -180,26 +180,32 @@ export const releaseNotificationClaims = defineQuery(function* (q): Program<numb
   return yield* changes(q.db.update(q.t.notificationTargets).set({ leaseHolder: null, leaseUntil: null }));
 });
 
-/** The events after the target's cursor that it is told of, oldest first, and how far it may move past the others. */
+/**
+ * The events after the target's cursor that it is told of, oldest first, and how far its cursor may move
+ * once they are handled. The newest id is read first and the events only up to it: an event committed
+ * between the two reads is left for the next, never passed over. Events commit in the order of their ids
+ * (see `notify`), so every event up to the newest one seen is there to be read.
+ */
 export const pendingEventsOf = defineQuery(function* (
   q,
   target: Pick<NotificationTargetRow, 'userId' | 'cursor' | 'events'>,
   limit: number,
 ): Program<{ events: NotificationEventRow[]; scannedTo: number }> {
   const { notificationEvents: events } = q.t;
+  const newest = yield* latestEventId(q);
+  if (newest <= target.cursor) return { events: [], scannedTo: target.cursor };
   const mine = target.userId === null ? undefined : eq(events.userId, target.userId);
   const wanted = target.events.length > 0 ? inArray(events.type, target.events) : sql`false`;
   const found = yield* rows(
     q.db
       .select()
       .from(events)
-      .where(and(gt(events.id, target.cursor), mine, wanted))
+      .where(and(gt(events.id, target.cursor), lte(events.id, newest), mine, wanted))
       .orderBy(asc(events.id))
       .limit(limit),
   );
-  // With nothing to tell, the cursor moves to the newest event the target was not told of.
-  const newest = found.length > 0 ? found.at(-1)!.id : yield* latestEventId(q);
-  return { events: found, scannedTo: Math.max(target.cursor, newest) };
+  // With fewer than asked for, every event up to the newest was looked at: the others are not for this target.
+  return { events: found, scannedTo: found.length < limit ? newest : found.at(-1)!.id };
 });
 
 /**

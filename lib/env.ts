@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { z } from 'zod';
 
 /**
@@ -75,7 +76,19 @@ const envSchema = z
       .url({ protocol: /^smtps?$/, error: 'must be an smtp:// or smtps:// URL' })
       .optional(),
     SMTP_FROM: z.string().min(3).optional(),
-    NOTIFY_PRIVATE_HOSTS: z.string().default(''),
+    // Every signed-in person's webhooks may reach what this lists: a bare host opens all its ports.
+    NOTIFY_PRIVATE_HOSTS: z
+      .string()
+      .default('')
+      .transform((value, context) => {
+        const hosts: PrivateHost[] = [];
+        for (const entry of value.split(',').map((part) => part.trim()).filter(Boolean)) {
+          const parsed = parsePrivateHost(entry);
+          if (parsed) hosts.push(parsed);
+          else context.addIssue({ code: 'custom', message: `"${entry}" is not a host or host:port (a port from 1 to 65535); entries are comma-separated` });
+        }
+        return hosts;
+      }),
     WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
     NOTIFY_RETRY_BASE_MS: z.coerce.number().int().min(10).max(10 * 60_000).default(5_000),
     NOTIFY_RETRY_WINDOW_MS: z.coerce.number().int().min(100).default(24 * 60 * 60 * 1000),
@@ -111,9 +124,31 @@ export type Env = Omit<ParsedEnv, 'ALLOW_SIGNUP' | 'TRUST_PROXY' | 'OAUTH_CLIENT
   trustProxy: boolean;
   /** Hosts whose client metadata documents may be fetched from private or loopback addresses. */
   oauthMetadataPrivateHosts: string[];
-  /** Hosts webhooks may be delivered to on private or loopback addresses (and over plain http). */
-  notifyPrivateHosts: string[];
+  /** Hosts (and ports) webhooks may be delivered to on private or loopback addresses, and over plain http. */
+  notifyPrivateHosts: PrivateHost[];
 };
+
+/** An entry of NOTIFY_PRIVATE_HOSTS: a host, and the one port it opens (every port when it names none). */
+export interface PrivateHost {
+  /** Lower case, IPv6 without brackets, no trailing dot: as URLs are compared with it. */
+  host: string;
+  port?: number;
+}
+
+/**
+ * Reads an entry of NOTIFY_PRIVATE_HOSTS: `host`, `host:port`, an IPv6 address, or `[IPv6]:port`;
+ * undefined for anything else (a port outside 1 to 65535, a scheme, a path).
+ */
+export function parsePrivateHost(entry: string): PrivateHost | undefined {
+  const text = entry.trim().toLowerCase();
+  const bracketed = /^\[([^\]]+)\](?::(\d+))?$/.exec(text);
+  const [host, port] = bracketed ? [bracketed[1], bracketed[2]] : net.isIPv6(text) ? [text, undefined] : (/^([^:]+)(?::(\d+))?$/.exec(text)?.slice(1, 3) ?? []);
+  if (!host || /[/\s@?#\\]/.test(host) || (bracketed && !net.isIPv6(host))) return undefined;
+  const bare = host.replace(/\.$/, '');
+  if (port === undefined) return { host: bare };
+  const number = Number(port);
+  return Number.isInteger(number) && number >= 1 && number <= 65535 ? { host: bare, port: number } : undefined;
+}
 
 /** Addresses only this machine can reach: listening there over http exposes nothing. */
 function isLoopbackHost(host: string): boolean {
@@ -146,7 +181,7 @@ export function parseEnv(source: Record<string, string | undefined>): Env {
     allowSignup: ALLOW_SIGNUP,
     trustProxy: TRUST_PROXY,
     oauthMetadataPrivateHosts: hostList(OAUTH_CLIENT_METADATA_PRIVATE_HOSTS),
-    notifyPrivateHosts: hostList(NOTIFY_PRIVATE_HOSTS),
+    notifyPrivateHosts: NOTIFY_PRIVATE_HOSTS,
   };
 }
 

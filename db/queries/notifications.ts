@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, gt, inArray, isNull, lt, lte, max, ne, or, sql, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, inArray, isNotNull, isNull, lt, lte, max, ne, notInArray, or, sql, type SQL } from 'drizzle-orm';
 import { changes, defineQuery, first, lock, rows, type Program, type QueryContext } from '../run';
 import type { notificationAttempts, notificationEvents, NotificationEventType, notificationPreferences, notificationTargets, TaskStatus } from '../schema';
 import type { TaskRow } from './tasks';
@@ -220,22 +220,79 @@ export const countFailingWebhooks = defineQuery(function* (q, userId: string): P
   return found.length;
 });
 
+/** Whose a target is, for sharing deliveries fairly: its person's id, or the operator's (every user's) key. */
+export function ownerOf(target: Pick<NotificationTargetRow, 'userId'>): string {
+  return target.userId ?? operatorOwner;
+}
+
+/** The operator's targets share one owner; no person's id is empty. */
+const operatorOwner = '';
+
+/** How many deliveries a claim may start, and how they are shared among owners. */
+export interface ClaimShare {
+  /** Free places in the claiming instance's pool. */
+  slots: number;
+  /** At most this many deliveries of one owner in flight at once. */
+  perOwner: number;
+  /** The claiming instance's deliveries in flight now, by owner. */
+  inFlight: ReadonlyMap<string, number>;
+}
+
 /**
- * Claims up to `limit` targets that have events after their cursor and are due, for `holder` until
- * `leaseUntil`: an instance that dies mid-delivery loses its claim when the lease runs out.
+ * Claims due targets that have events after their cursor, for `holder` until `leaseUntil` (an instance
+ * that dies mid-delivery loses its claim when the lease runs out): at most `slots`, and no owner beyond
+ * `perOwner` in flight, taking every owner's earliest due target before anyone's second, so that one
+ * person's many (or slow) endpoints never hold back another person's deliveries.
  */
 export const claimDueTargets = defineQuery(
-  function* (q, holder: string, now: number, leaseUntil: number, limit: number): Program<NotificationTargetRow[]> {
+  function* (q, holder: string, now: number, leaseUntil: number, share: ClaimShare): Program<NotificationTargetRow[]> {
     const { notificationTargets: targets } = q.t;
     const newest = yield* latestEventId(q);
-    if (newest === 0) return [];
+    if (newest === 0 || share.slots <= 0) return [];
     const due = and(
       eq(targets.status, 'active'),
       lte(targets.nextAttemptAt, now),
       lt(targets.cursor, newest),
       or(isNull(targets.leaseUntil), lt(targets.leaseUntil, now)),
     );
-    const ids = (yield* rows(q.db.select({ id: targets.id }).from(targets).where(due).orderBy(asc(targets.nextAttemptAt)).limit(limit))).map((row) => row.id);
+    const full = [...share.inFlight].filter(([, count]) => count >= share.perOwner).map(([owner]) => owner);
+    const fullPeople = full.filter((owner) => owner !== operatorOwner);
+    const notFull = and(
+      full.includes(operatorOwner) ? isNotNull(targets.userId) : undefined,
+      fullPeople.length > 0 ? or(isNull(targets.userId), notInArray(targets.userId, fullPeople)) : undefined,
+    );
+    const ranked = q.db.$with('ranked').as(
+      q.db
+        .select({
+          id: targets.id,
+          userId: targets.userId,
+          nextAttemptAt: targets.nextAttemptAt,
+          place: sql<number>`row_number() over (partition by ${targets.userId} order by ${targets.nextAttemptAt}, ${targets.id})`.as('place'),
+        })
+        .from(targets)
+        .where(and(due, notFull)),
+    );
+    // Every owner's first due target, then every owner's second…: enough rows for `slots` even when the
+    // owners with some deliveries in flight may take fewer than `perOwner` more.
+    const candidates = yield* rows(
+      q.db
+        .with(ranked)
+        .select({ id: ranked.id, userId: ranked.userId })
+        .from(ranked)
+        .where(lte(ranked.place, share.perOwner))
+        .orderBy(asc(ranked.place), asc(ranked.nextAttemptAt))
+        .limit(share.slots * share.perOwner),
+    );
+    const taken = new Map(share.inFlight);
+    const ids: string[] = [];
+    for (const candidate of candidates) {
+      if (ids.length === share.slots) break;
+      const owner = ownerOf(candidate);
+      const inFlight = taken.get(owner) ?? 0;
+      if (inFlight >= share.perOwner) continue;
+      taken.set(owner, inFlight + 1);
+      ids.push(candidate.id);
+    }
     if (ids.length === 0) return [];
     // The condition again: on PostgreSQL another instance may have claimed one since the select.
     return yield* rows(
@@ -254,26 +311,32 @@ export const releaseNotificationClaims = defineQuery(function* (q): Program<numb
   return yield* changes(q.db.update(q.t.notificationTargets).set({ leaseHolder: null, leaseUntil: null }));
 });
 
-/** The events after the target's cursor that it is told of, oldest first, and how far it may move past the others. */
+/**
+ * The events after the target's cursor that it is told of, oldest first, and how far its cursor may move
+ * once they are handled. The newest id is read first and the events only up to it: an event committed
+ * between the two reads is left for the next, never passed over. Events commit in the order of their ids
+ * (see `notify`), so every event up to the newest one seen is there to be read.
+ */
 export const pendingEventsOf = defineQuery(function* (
   q,
   target: Pick<NotificationTargetRow, 'userId' | 'cursor' | 'events'>,
   limit: number,
 ): Program<{ events: NotificationEventRow[]; scannedTo: number }> {
   const { notificationEvents: events } = q.t;
+  const newest = yield* latestEventId(q);
+  if (newest <= target.cursor) return { events: [], scannedTo: target.cursor };
   const mine = target.userId === null ? undefined : eq(events.userId, target.userId);
   const wanted = target.events.length > 0 ? inArray(events.type, target.events) : sql`false`;
   const found = yield* rows(
     q.db
       .select()
       .from(events)
-      .where(and(gt(events.id, target.cursor), mine, wanted))
+      .where(and(gt(events.id, target.cursor), lte(events.id, newest), mine, wanted))
       .orderBy(asc(events.id))
       .limit(limit),
   );
-  // With nothing to tell, the cursor moves to the newest event the target was not told of.
-  const newest = found.length > 0 ? found.at(-1)!.id : yield* latestEventId(q);
-  return { events: found, scannedTo: Math.max(target.cursor, newest) };
+  // With fewer than asked for, every event up to the newest was looked at: the others are not for this target.
+  return { events: found, scannedTo: found.length < limit ? newest : found.at(-1)!.id };
 });
 
 /**
@@ -322,18 +385,6 @@ function* logAttempt(q: QueryContext, attempt: Omit<NotificationAttemptRow, 'id'
   );
   if (keepFrom) yield* changes(q.db.delete(attempts).where(and(eq(attempts.targetId, attempt.targetId), lt(attempts.id, keepFrom.id))));
 }
-
-/** Test events sent to a target since `since`: "Send test event" is bounded per minute. */
-export const countTestEventsSince = defineQuery(function* (q, targetId: string, since: number): Program<number> {
-  const { notificationAttempts: attempts } = q.t;
-  const found = yield* rows(
-    q.db
-      .select({ id: attempts.id })
-      .from(attempts)
-      .where(and(eq(attempts.targetId, targetId), eq(attempts.eventType, 'webhook.test'), gt(attempts.at, since))),
-  );
-  return found.length;
-});
 
 export const listDeliveryAttempts = defineQuery(function* (q, targetId: string, limit: number): Program<NotificationAttemptRow[]> {
   const { notificationAttempts: attempts } = q.t;

@@ -1,6 +1,7 @@
 import type { Transporter } from 'nodemailer';
 import { Webhook } from 'standardwebhooks';
 import webpush from 'web-push';
+import { createLimiter } from '@/db/limiter';
 import {
   anyNotificationTargets,
   claimDueTargets,
@@ -9,6 +10,7 @@ import {
   finishDelivery,
   getNotificationPreferences,
   isEmailTargetVerified,
+  ownerOf,
   pendingEventsOf,
   releaseNotificationClaims,
   recordDeliveryAttempt,
@@ -16,6 +18,7 @@ import {
   type NotificationEventRow,
   type NotificationTargetRow,
 } from '@/db/queries/notifications';
+import type { PrivateHost } from '@/lib/env';
 import { topics, type EventBus } from '@/lib/tasks/bus';
 import { composeEmail, pushMessage, testWebhookBody, webhookBody } from './messages';
 import { postOutbound, RefusedAddressError } from './outbound';
@@ -23,7 +26,7 @@ import { postOutbound, RefusedAddressError } from './outbound';
 interface NotifierConfig {
   instanceId: string;
   appUrl: string;
-  privateHosts: readonly string[];
+  privateHosts: readonly PrivateHost[];
   webhookTimeoutMs: number;
   retryBaseMs: number;
   retryWindowMs: number;
@@ -49,9 +52,15 @@ interface Outcome {
   error?: string;
 }
 
-/** Targets claimed per round, and rounds per wake-up (the rest wait for the next). */
-const claimBatch = 20;
-const roundsPerWake = 20;
+/**
+ * Deliveries in flight at once on one instance, and at most so many of them for one person (or for the
+ * operator's webhooks): each starts as soon as a place is free, so endpoints that answer slowly hold only
+ * their owner's few places, never another person's deliveries.
+ */
+const deliveriesInFlight = 32;
+const deliveriesInFlightPerOwner = 3;
+/** "Send test event" presses a webhook takes a minute: a few are all a person needs to check an endpoint. */
+const testEventsPerMinute = 5;
 /** Events one e-mail digest carries at most. */
 const digestSize = 20;
 const minuteMs = 60_000;
@@ -68,21 +77,27 @@ function retryDelayMs(attempts: number, baseMs: number): number {
 
 /**
  * Delivers the outbox to every target from its cursor: claims due targets (a lease, so that instances
- * sharing PostgreSQL do not deliver the same event together), sends, moves the cursor only once the
- * receiver took it. A webhook gets one event at a time, in order; e-mail and push get what is pending,
+ * sharing PostgreSQL do not deliver the same event together) into a pool of deliveries shared fairly
+ * among their owners, sends, moves the cursor only once the receiver took it. A webhook gets one event at a time, in order; e-mail and push get what is pending,
  * as a digest when there are several. Failures retry with backoff; a webhook still failing after
  * NOTIFY_RETRY_WINDOW_MS is marked failing until its person resumes it.
  */
 export class Notifier {
   /** Whether any target existed at the last scan (or was added here since). */
   private anyTargets = true;
+  /** Claiming due targets now (a wake-up meanwhile makes it claim once more). */
   private running = false;
   private again = false;
+  /** This instance's deliveries in flight, by owner (see ownerOf), and in all. */
+  private readonly inFlight = new Map<string, number>();
+  private inFlightCount = 0;
   private stopped = false;
   private readonly timer: NodeJS.Timeout;
   /** The wake-up for the earliest delivery this instance put off (a retry, a digest's minute), and when. */
   private dueTimer?: NodeJS.Timeout;
   private dueAt = Infinity;
+  /** "Send test event" presses per webhook per minute, shared by the instances of one database. */
+  private readonly testEvents = createLimiter({ keyPrefix: 'webhook-test-event', points: testEventsPerMinute, duration: 60 });
 
   constructor(
     private readonly config: NotifierConfig,
@@ -126,7 +141,7 @@ export class Notifier {
     this.anyTargets = true;
   }
 
-  /** Delivers what is due now; a call while a delivery round runs makes it go round once more. */
+  /** Starts delivering what is due now, as places in the pool allow; a call while it claims makes it claim again. */
   wake(): void {
     if (this.stopped) return;
     if (this.running) {
@@ -135,7 +150,7 @@ export class Notifier {
     }
     this.running = true;
     this.again = false;
-    void this.deliverDue()
+    void this.startDue()
       .catch((error: unknown) => console.error('Delivering notifications failed', error))
       .finally(() => {
         this.running = false;
@@ -173,16 +188,35 @@ export class Notifier {
     this.dueTimer.unref();
   }
 
-  private async deliverDue(): Promise<void> {
+  /** Claims due targets for the free places of the pool and starts their deliveries, without waiting for them. */
+  private async startDue(): Promise<void> {
     // A claim outlives the longest delivery (an e-mail's connection and socket timeouts are the webhooks'),
     // so that a live instance never loses one mid-send.
     const leaseMs = this.config.webhookTimeoutMs * 2 + 5_000;
-    for (let round = 0; round < roundsPerWake && !this.stopped; round++) {
+    while (!this.stopped) {
+      const slots = deliveriesInFlight - this.inFlightCount;
+      if (slots <= 0) return;
       const now = Date.now();
-      const claimed = await claimDueTargets(this.config.instanceId, now, now + leaseMs, claimBatch);
-      if (claimed.length === 0) return;
-      await Promise.all(claimed.map((target) => this.serve(target)));
+      const claimed = await claimDueTargets(this.config.instanceId, now, now + leaseMs, { slots, perOwner: deliveriesInFlightPerOwner, inFlight: this.inFlight });
+      for (const target of claimed) this.start(target);
+      // Fewer than the free places: nothing else is due, or its owner's places are taken (each delivery
+      // that ends wakes the notifier again).
+      if (claimed.length < slots) return;
     }
+  }
+
+  private start(target: NotificationTargetRow): void {
+    const owner = ownerOf(target);
+    this.inFlight.set(owner, (this.inFlight.get(owner) ?? 0) + 1);
+    this.inFlightCount += 1;
+    void this.serve(target).finally(() => {
+      const left = this.inFlight.get(owner)! - 1;
+      if (left === 0) this.inFlight.delete(owner);
+      else this.inFlight.set(owner, left);
+      this.inFlightCount -= 1;
+      // Its place is free, and its target may have more events.
+      this.wake();
+    });
   }
 
   private async serve(target: NotificationTargetRow): Promise<void> {
@@ -211,7 +245,7 @@ export class Notifier {
       const preferences = batched && target.userId ? await getNotificationPreferences(target.userId) : undefined;
       const events = preferences?.quietWhileLive ? await this.notWatched(pending) : pending;
       if (events.length === 0) {
-        await finishDelivery(target.id, holder, { cursor: pending.at(-1)!.id });
+        await finishDelivery(target.id, holder, { cursor: scannedTo });
         return;
       }
       const now = Date.now();
@@ -245,7 +279,7 @@ export class Notifier {
         await finishDelivery(
           target.id,
           holder,
-          { cursor: pending.at(-1)!.id, attempts: 0, failingSince: null, lastError: null, nextAttemptAt: 0, windowStart: window.start, sentInWindow: window.sent + 1 },
+          { cursor: scannedTo, attempts: 0, failingSince: null, lastError: null, nextAttemptAt: 0, windowStart: window.start, sentInWindow: window.sent + 1 },
           { ...log, outcome: 'delivered' },
         );
         return;
@@ -294,7 +328,7 @@ export class Notifier {
         { timeoutMs: this.config.webhookTimeoutMs, privateHosts: this.config.privateHosts },
       );
       const ok = response.status >= 200 && response.status < 300;
-      return { ok, statusCode: response.status, response: response.body, ...(ok ? {} : { error: `HTTP ${response.status}` }) };
+      return { ok, statusCode: response.status, response: response.body ?? undefined, ...(ok ? {} : { error: `HTTP ${response.status}` }) };
     } catch (error) {
       return { ok: false, refused: error instanceof RefusedAddressError, error: error instanceof Error ? error.message : String(error) };
     }
@@ -312,7 +346,7 @@ export class Notifier {
         privateHosts: this.config.privateHosts,
       });
       const ok = response.status >= 200 && response.status < 300;
-      return { ok, gone: response.status === 404 || response.status === 410, statusCode: response.status, response: response.body, ...(ok ? {} : { error: `HTTP ${response.status}` }) };
+      return { ok, gone: response.status === 404 || response.status === 410, statusCode: response.status, response: response.body ?? undefined, ...(ok ? {} : { error: `HTTP ${response.status}` }) };
     } catch (error) {
       return { ok: false, refused: error instanceof RefusedAddressError, error: error instanceof Error ? error.message : String(error) };
     }
@@ -329,8 +363,19 @@ export class Notifier {
     }
   }
 
-  /** "Send test event": one signed delivery now, outside the outbox, logged like the others. */
-  async sendTestEvent(target: NotificationTargetRow): Promise<{ ok: boolean; detail: string }> {
+  /**
+   * "Send test event": one signed delivery now, outside the outbox, logged like the others. The button
+   * makes this server call out, so a webhook gets a few a minute, each counted before it is sent.
+   */
+  async sendTestEvent(target: NotificationTargetRow): Promise<{ ok: boolean; detail: string } | { limited: true; perMinute: number }> {
+    const admitted = await this.testEvents.consume(target.id).then(
+      () => true,
+      (rejection: unknown) => {
+        if (rejection instanceof Error) throw rejection;
+        return false;
+      },
+    );
+    if (!admitted) return { limited: true, perMinute: testEventsPerMinute };
     const messageId = `test_${crypto.randomUUID()}`;
     const started = Date.now();
     const outcome = await this.sendWebhook(target, messageId, testWebhookBody(this.config.appUrl));

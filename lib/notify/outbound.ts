@@ -3,10 +3,11 @@ import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import ipaddr from 'ipaddr.js';
+import type { PrivateHost } from '@/lib/env';
 
 /**
  * Requests this server makes to addresses people give it (webhooks): never to a private, loopback,
- * link-local or otherwise special address unless the host is allowed by the operator, checked on the
+ * link-local or otherwise special address unless the operator allows the host (and port), checked on the
  * address the connection is actually made to (the resolver's answer the socket uses), with bounded time
  * and response size, and no redirects followed.
  */
@@ -31,48 +32,80 @@ export function bareHost(hostname: string): string {
   return hostname.toLowerCase().replace(/^\[|\]$/g, '').replace(/\.$/, '');
 }
 
-function refusal(host: string, address: string): RefusedAddressError {
+/** The port a URL's connection is made to. */
+function portOf(url: URL): number {
+  if (url.port) return Number(url.port);
+  return url.protocol === 'https:' ? 443 : 80;
+}
+
+/** Whether the operator allows deliveries to this URL's host (and port) on private addresses. */
+export function allowsPrivate(privateHosts: readonly PrivateHost[], url: URL): boolean {
+  const host = bareHost(url.hostname);
+  const port = portOf(url);
+  return privateHosts.some((allowed) => allowed.host === host && (allowed.port === undefined || allowed.port === port));
+}
+
+/** What a person is told: not the address a name led to, which the server's log keeps for the operator. */
+function refusal(host: string): RefusedAddressError {
   return new RefusedAddressError(
-    `${host} is ${address === host ? 'a' : `at ${address}, a`} private, loopback or link-local address; deliveries go only to public addresses unless the operator allows the host (NOTIFY_PRIVATE_HOSTS)`,
+    `${host} is not a public address: deliveries go only to public addresses, unless the operator allows the host (NOTIFY_PRIVATE_HOSTS)`,
   );
 }
 
-/** A resolver that answers only with public addresses, or fails the connection. */
-function publicOnlyLookup(host: string): net.LookupFunction {
+/**
+ * Whether the socket may use the resolver's answer: only when every address in it is public (one private
+ * address among public ones is enough to refuse, since the socket may pick any of them). Names the address
+ * refused, for the server's log.
+ */
+export function checkResolved(addresses: readonly dns.LookupAddress[]): { ok: true } | { ok: false; refused: string | null } {
+  if (addresses.length === 0) return { ok: false, refused: null };
+  const refused = addresses.find((entry) => !isPublicAddress(entry.address));
+  return refused ? { ok: false, refused: refused.address } : { ok: true };
+}
+
+type Resolve = (hostname: string, options: dns.LookupAllOptions, callback: (error: NodeJS.ErrnoException | null, addresses: dns.LookupAddress[]) => void) => void;
+
+/** A `lookup` for the socket that answers only with public addresses, or fails the connection. */
+export function publicOnlyLookup(host: string, resolve: Resolve = dns.lookup): net.LookupFunction {
   return (hostname, options, callback) => {
-    dns.lookup(hostname, { ...options, all: true }, (error, addresses) => {
+    resolve(hostname, { ...options, all: true }, (error, addresses) => {
       if (error) return (callback as (error: Error) => void)(error);
-      const list = addresses as dns.LookupAddress[];
-      const refused = list.find((entry) => !isPublicAddress(entry.address));
-      if (refused || list.length === 0) return (callback as (error: Error) => void)(refused ? refusal(host, refused.address) : new Error(`${host} has no address`));
-      if ((options as dns.LookupAllOptions).all) return (callback as (error: null, addresses: dns.LookupAddress[]) => void)(null, list);
-      (callback as (error: null, address: string, family: number) => void)(null, list[0].address, list[0].family);
+      const checked = checkResolved(addresses);
+      if (!checked.ok) {
+        if (checked.refused === null) return (callback as (error: Error) => void)(new Error(`${host} has no address`));
+        console.warn(`Refused a delivery to ${host}: it resolves to ${checked.refused}, not a public address`);
+        return (callback as (error: Error) => void)(refusal(host));
+      }
+      if ((options as dns.LookupAllOptions).all) return (callback as (error: null, addresses: dns.LookupAddress[]) => void)(null, addresses);
+      (callback as (error: null, address: string, family: number) => void)(null, addresses[0].address, addresses[0].family);
     });
   };
 }
 
 export interface OutboundResponse {
   status: number;
-  /** The start of the body, as text. */
-  body: string;
+  /** The start of the body, as text; null from a host on the operator's private list, whose answers are not shown. */
+  body: string | null;
 }
 
 /**
  * POSTs `body` to `url`. Rejects with a RefusedAddressError for an address it may not reach, and with an
- * Error saying what happened for a timeout or a broken connection; any HTTP status resolves.
+ * Error saying what happened for a timeout or a broken connection; any HTTP status resolves. A host the
+ * operator allows on a private address (NOTIFY_PRIVATE_HOSTS) is reachable by every signed-in person, so
+ * what it answers beyond its status, and why a connection to it failed, goes to the server's log only.
  */
 export function postOutbound(
   url: string,
   body: string | Buffer,
   headers: Record<string, string>,
-  options: { timeoutMs: number; privateHosts: readonly string[] },
+  options: { timeoutMs: number; privateHosts: readonly PrivateHost[] },
 ): Promise<OutboundResponse> {
   const target = new URL(url);
   const host = bareHost(target.hostname);
-  const allowPrivate = options.privateHosts.includes(host);
-  if (!allowPrivate && net.isIP(host) && !isPublicAddress(host)) return Promise.reject(refusal(host, host));
+  const allowPrivate = allowsPrivate(options.privateHosts, target);
+  if (!allowPrivate && net.isIP(host) && !isPublicAddress(host)) return Promise.reject(refusal(host));
   const send = target.protocol === 'https:' ? https.request : http.request;
-  return new Promise((resolve, reject) => {
+  const sent = new Promise<OutboundResponse>((resolve, reject) => {
     const request = send(
       target,
       {
@@ -86,12 +119,12 @@ export function postOutbound(
         let size = 0;
         response.on('data', (chunk: Buffer) => {
           size += chunk.length;
-          if (size <= maxResponseBytes) chunks.push(chunk);
-          else response.destroy();
+          if (size <= maxResponseBytes && !allowPrivate) chunks.push(chunk);
+          else if (size > maxResponseBytes) response.destroy();
         });
         const done = () => {
           clearTimeout(timer);
-          resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') });
+          resolve({ status: response.statusCode ?? 0, body: allowPrivate ? null : Buffer.concat(chunks).toString('utf8') });
         };
         response.on('end', done);
         response.on('close', done);
@@ -103,5 +136,10 @@ export function postOutbound(
       reject(error);
     });
     request.end(body);
+  });
+  if (!allowPrivate) return sent;
+  return sent.catch((error: unknown) => {
+    console.warn(`Delivery to ${target.origin} (allowed by NOTIFY_PRIVATE_HOSTS) failed: ${error instanceof Error ? error.message : String(error)}`);
+    throw new Error('no answer (why is in the server log: the host is on the operator’s private list)');
   });
 }

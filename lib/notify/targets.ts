@@ -12,7 +12,8 @@ import {
 } from '@/db/queries/notifications';
 import type { User } from '@/db/queries/users';
 import { notificationEventTypes, type NotificationEventType } from '@/db/schema';
-import { bareHost, isPublicAddress } from './outbound';
+import type { PrivateHost } from '@/lib/env';
+import { allowsPrivate, bareHost, isPublicAddress } from './outbound';
 
 /** The most messages a minute a person may ask for, per browser and e-mail. */
 export const maxPerMinuteChoice = 60;
@@ -28,11 +29,11 @@ function newWebhookSecret(): string {
 }
 
 /**
- * A webhook URL people may give: https (http only for a host the operator allows), no credentials in
+ * A webhook URL people may give: https (http only for a host and port the operator allows), no credentials in
  * it, and not an address this server must not reach. Names that resolve to such an address are refused
  * at delivery, where the address is known.
  */
-function checkWebhookUrl(raw: string, privateHosts: readonly string[]): { url: string } | { error: string } {
+function checkWebhookUrl(raw: string, privateHosts: readonly PrivateHost[]): { url: string } | { error: string } {
   const text = raw.trim();
   if (text.length === 0) return { error: 'Give the URL the events are sent to.' };
   if (text.length > 2000) return { error: 'Use a URL of at most 2000 characters.' };
@@ -43,7 +44,7 @@ function checkWebhookUrl(raw: string, privateHosts: readonly string[]): { url: s
     return { error: 'That is not a URL: give one like https://example.com/hooks/tasks.' };
   }
   const host = bareHost(url.hostname);
-  const allowed = privateHosts.includes(host);
+  const allowed = allowsPrivate(privateHosts, url);
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && allowed)) return { error: 'Use an https:// URL: events name your tasks and their questions.' };
   if (url.username || url.password) return { error: 'Put no user name or password in the URL: every delivery is signed with the endpoint’s secret instead.' };
   if (!allowed && (host === 'localhost' || host.endsWith('.localhost') || (net.isIP(host) && !isPublicAddress(host)))) {
@@ -55,7 +56,7 @@ function checkWebhookUrl(raw: string, privateHosts: readonly string[]): { url: s
 export async function addWebhook(
   userId: string | null,
   input: { url: string; events: NotificationEventType[] },
-  privateHosts: readonly string[],
+  privateHosts: readonly PrivateHost[],
 ): Promise<{ target: NotificationTargetRow } | { error: string }> {
   const checked = checkWebhookUrl(input.url, privateHosts);
   if ('error' in checked) return checked;
@@ -115,7 +116,7 @@ export async function subscribeBrowser(
   subscription: z.infer<typeof pushSubscriptionSchema>,
   events: NotificationEventType[],
   browser: string,
-  privateHosts: readonly string[],
+  privateHosts: readonly PrivateHost[],
 ): Promise<{ target: NotificationTargetRow } | { error: string }> {
   const checked = checkWebhookUrl(subscription.endpoint, privateHosts);
   if ('error' in checked) return { error: `The browser's push service cannot be used: ${checked.error}` };

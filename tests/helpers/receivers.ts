@@ -13,8 +13,8 @@ export interface ReceivedRequest {
   at: number;
 }
 
-/** How a receiver answers one request: a status, after an optional wait. */
-export type Answer = { status: number; delayMs?: number };
+/** How a receiver answers one request: a status, after an optional wait, or once `after` settles. */
+export type Answer = { status: number; delayMs?: number; after?: Promise<unknown> };
 
 /**
  * A webhook receiver on a loopback port: records every request, answers each path as told (200 by
@@ -41,11 +41,13 @@ export class WebhookReceiver {
         this.requests.push(received);
         const attempt = this.requests.filter((entry) => entry.path === path).length;
         const answer = this.answers.get(path)?.(attempt) ?? { status: 200 };
-        setTimeout(() => {
+        const respond = () => {
           if (response.destroyed) return;
           response.writeHead(answer.status, { 'content-type': 'text/plain' });
           response.end(answer.status < 300 ? 'ok' : `refused with ${answer.status}`);
-        }, answer.delayMs ?? 0);
+        };
+        if (answer.after) void answer.after.then(respond);
+        else setTimeout(respond, answer.delayMs ?? 0);
       });
     });
     await new Promise<void>((resolve) => this.server!.listen(port, '127.0.0.1', resolve));

@@ -175,10 +175,16 @@ describe('limits, for both eras alike', () => {
     expect(second.body.error.message).toContain('streams open');
     expect(second.headers.get('retry-after')).toMatch(/^\d+$/);
     closing.abort();
-    let reply = await mcp.request('tools/list');
-    for (let sent = 3; reply.status === 200 && sent <= 10; sent += 1) reply = await mcp.request('tools/list');
+    const listTools = async () => {
+      const { id, body, headers } = mcp.build('tools/list');
+      return { id, reply: await readReply(await mcp.post(body, headers)) };
+    };
+    let { id, reply } = await listTools();
+    for (let sent = 3; reply.status === 200 && sent <= 10; sent += 1) ({ id, reply } = await listTools());
     expect(reply.status).toBe(429);
     expect(reply.body.error.message).toContain('this access token sent too many requests');
+    // A code outside the range 2026-07-28 reserves (-32020…-32099 and JSON-RPC's own), and the request's id.
+    expect(reply.body).toMatchObject({ id, error: { code: -31429 } });
   });
 });
 

@@ -39,6 +39,12 @@ export type JsonRpcNotification = z.infer<typeof jsonRpcNotificationSchema>;
 export type JsonRpcResponse = z.infer<typeof jsonRpcResponseSchema>;
 export type RequestId = z.infer<typeof requestId>;
 
+/** The id of a value that is a JSON-RPC request; null for anything else (a batch, a notification, a response). */
+export function requestIdOf(value: unknown): RequestId | null {
+  const parsed = jsonRpcRequestSchema.safeParse(value);
+  return parsed.success ? parsed.data.id : null;
+}
+
 export type IncomingMessage =
   | { kind: 'request'; message: JsonRpcRequest }
   | { kind: 'notification'; message: JsonRpcNotification }

@@ -84,6 +84,29 @@ describe('one endpoint, two eras', () => {
     expect(modernTools).toMatchObject({ resultType: 'complete', cacheScope: 'public', ttlMs: expect.any(Number) });
   });
 
+  it('serves a request with modern _meta statelessly even when it carries a stray Mcp-Session-Id', async () => {
+    const legacy = new RawMcp(server.mcpUrl, token);
+    await legacy.initialize('2025-11-25', {});
+    const mcp = plainClient();
+    for (const sessionId of [crypto.randomUUID(), legacy.sessionId!]) {
+      const reply = await mcp.request('tools/call', { name: 'echo', arguments: { text: 'stateless' } }, { headers: { 'Mcp-Session-Id': sessionId } });
+      expect(reply.status).toBe(200);
+      expect(reply.headers.get('mcp-session-id')).toBeNull();
+      expect(reply.body.result).toMatchObject({ resultType: 'complete', content: [{ type: 'text', text: 'stateless' }] });
+    }
+    // The legacy session is untouched by it.
+    expect((await legacy.request('ping')).status).toBe(200);
+  });
+
+  it('refuses a tools/list cursor it never issued with -32602, in both eras', async () => {
+    const reply = await plainClient().request('tools/list', { cursor: 'not-a-cursor' });
+    expect(reply.body.error).toMatchObject({ code: -32602, message: expect.stringMatching(/cursor/) });
+    const legacy = new RawMcp(server.mcpUrl, token);
+    await legacy.initialize('2025-11-25', {});
+    expect((await legacy.request('tools/list', { cursor: 'not-a-cursor' })).body.error).toMatchObject({ code: -32602, message: expect.stringMatching(/cursor/) });
+    expect((await legacy.request('tools/list', { cursor: 17 })).body.error.code).toBe(-32602);
+  });
+
   it('refuses a protocol version it does not speak with -32022, listing the versions it does', async () => {
     const mcp = plainClient();
     const { body, headers } = mcp.build('tools/list', {}, { meta: { 'io.modelcontextprotocol/protocolVersion': '2099-01-01' }, headers: { 'MCP-Protocol-Version': '2099-01-01' } });

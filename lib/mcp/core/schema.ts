@@ -136,4 +136,15 @@ export const taskIdParamsSchema = z.object({ taskId: z.string() });
 
 export const listParamsSchema = z.object({ cursor: z.string().optional() });
 
+/**
+ * Checks the params of a list that is always one page (tools/list): no cursor was ever issued for it,
+ * so a cursor is refused with -32602 rather than silently read as the first page.
+ */
+export function requireNoCursor(rawParams: unknown, method: string): void {
+  const { cursor } = parseParams(listParamsSchema, rawParams);
+  if (cursor !== undefined) {
+    throw new RpcError(ErrorCode.InvalidParams, `Invalid params: cursor is not one this server issued; ${method} has a single page, so call it without a cursor`);
+  }
+}
+
 export const setLevelParamsSchema = z.object({ level: z.enum(logLevels) });

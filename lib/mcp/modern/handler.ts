@@ -35,17 +35,18 @@ const methods: Record<string, ModernMethod> = {
 };
 
 /**
- * Whether a request speaks the modern era: no Mcp-Session-Id, and either a protocol version in its
- * `_meta` or an MCP-Protocol-Version header that names no legacy version (a version no one speaks is
- * refused the modern way, listing every version this server speaks). A legacy client's `initialize`
- * carries neither; a modern request for `initialize` finds no such method.
+ * Whether a request speaks the modern era: a protocol version in its `_meta` (served statelessly even
+ * with a stray Mcp-Session-Id, as the revision's versioning says), or else no Mcp-Session-Id and an
+ * MCP-Protocol-Version header that names no legacy version (a version no one speaks is refused the
+ * modern way, listing every version this server speaks). A legacy client's `initialize` carries
+ * neither; a modern request for `initialize` finds no such method.
  */
 export function speaksModern(request: McpHttpRequest, posted: unknown): boolean {
-  if (request.header('mcp-session-id') !== null) return false;
   const message = typeof posted === 'object' && posted !== null && !Array.isArray(posted) ? (posted as Record<string, unknown>) : undefined;
+  if (requestMetaOf(message?.params)?.[metaKey.protocolVersion] !== undefined) return true;
+  if (request.header('mcp-session-id') !== null) return false;
   const version = request.header('mcp-protocol-version');
-  if (version !== null && !(legacyProtocolVersions as readonly string[]).includes(version)) return true;
-  return requestMetaOf(message?.params)?.[metaKey.protocolVersion] !== undefined;
+  return version !== null && !(legacyProtocolVersions as readonly string[]).includes(version);
 }
 
 export async function handleModern(request: McpHttpRequest, posted: unknown, ctx: McpContext, caller: Caller, facts: RequestFacts): Promise<McpReply> {

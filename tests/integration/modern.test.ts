@@ -245,6 +245,29 @@ describe('the tasks extension', () => {
     expect((await mcp.call('tasks/get', { taskId: created.taskId })).result.content[0].text).toContain('blue');
   });
 
+  it('takes the answers of one tasks/update all or none: a misfit among them refuses every one, naming it', async () => {
+    const mcp = taskClient();
+    const created = await mcp.call('tools/call', { name: 'survey', arguments: { questions: ['One?', 'Two?'] } });
+    await expect.poll(() => pendingInputs(created.taskId).length, { timeout: 20_000 }).toBe(2);
+    const mixed = await mcp.request('tasks/update', {
+      taskId: created.taskId,
+      inputResponses: { 'question-1': { action: 'accept', content: { answer: 'fits' } }, 'question-2': { action: 'accept', content: {} } },
+    });
+    expect(mixed.body.error.code).toBe(-32602);
+    expect(mixed.body.error.message).toContain('inputResponses.question-2');
+    expect(mixed.body.error.message).not.toContain('inputResponses.question-1');
+    expect(Object.keys(mixed.body.error.data.fieldErrors)).toEqual(['question-2']);
+    // Nothing was taken: both questions are still open, and the task still waits.
+    expect(pendingInputs(created.taskId).map((input) => input.key).sort()).toEqual(['question-1', 'question-2']);
+    expect(taskRow(created.taskId)!.status).toBe('input_required');
+    await mcp.call('tasks/update', {
+      taskId: created.taskId,
+      inputResponses: { 'question-1': { action: 'accept', content: { answer: 'one' } }, 'question-2': { action: 'accept', content: { answer: 'two' } } },
+    });
+    const done = await untilStatus(mcp, created.taskId, 'completed');
+    expect(done.result.content[0].text).toBe('1. One? one\n2. Two? two');
+  });
+
   it('is driven to the end by the official requester (ext-tasks 0.2.2), which answers the question itself', async () => {
     const { client, close } = await connectSdk2Client(server.mcpUrl, token, { name: 'ext-tasks-host', chooseEra: true });
     const clientCapabilities = { elicitation: { form: {} }, extensions: { [tasksExtension]: {} } };

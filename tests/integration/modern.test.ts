@@ -399,6 +399,29 @@ describe('the tasks extension', () => {
     expect(task).toEqual(await mcp.call('tasks/get', { taskId: created.taskId }).then(({ resultType: _r, _meta: _m, ...rest }) => rest));
     controller.abort();
   });
+
+  it('sends, right after the acknowledgement, each named task that has ended or waits for input already', async () => {
+    const mcp = taskClient();
+    const ended = await mcp.call('tools/call', { name: 'delay', arguments: { seconds: 0 } });
+    const asking = await mcp.call('tools/call', { name: 'ask_human', arguments: { question: 'Asked before you listened?' } });
+    const working = await mcp.call('tools/call', { name: 'delay', arguments: { seconds: 3600 } });
+    await untilStatus(mcp, ended.taskId, 'completed');
+    await untilStatus(mcp, asking.taskId, 'input_required');
+    const built = mcp.build('subscriptions/listen', { notifications: { taskIds: [ended.taskId, asking.taskId, working.taskId] } });
+    const controller = new AbortController();
+    const stream = new SseReader(await mcp.post(built.body, built.headers, controller.signal));
+    expect((await stream.nextMessage())!.method).toBe('notifications/subscriptions/acknowledged');
+    const first = [await stream.nextMessage(), await stream.nextMessage()];
+    expect(first.map((message) => message!.method)).toEqual(['notifications/tasks', 'notifications/tasks']);
+    const byTask = Object.fromEntries(first.map((message) => [message!.params.taskId, message!.params]));
+    expect(byTask[ended.taskId]).toMatchObject({ status: 'completed', result: { content: [{ type: 'text', text: 'Waited 0 s.' }] } });
+    expect(byTask[asking.taskId]).toMatchObject({ status: 'input_required', inputRequests: { answer: { method: 'elicitation/create' } } });
+    // The working task is told of when it changes, not before.
+    await mcp.call('tasks/cancel', { taskId: working.taskId });
+    expect((await stream.nextMessage())!.params).toMatchObject({ taskId: working.taskId, status: 'cancelled' });
+    controller.abort();
+    await mcp.call('tasks/cancel', { taskId: asking.taskId });
+  });
 });
 
 describe('multi round-trip calls (no extension)', () => {

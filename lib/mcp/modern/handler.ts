@@ -1,7 +1,7 @@
 import { storageTroubleIn } from '@/lib/storage/trouble';
 import { ErrorCode, HttpError, isHttpError, isRpcError, RpcError, storageRefusal, type JsonRpcErrorObject } from '../core/errors';
 import { classifyMessage, supportedProtocolVersions as legacyProtocolVersions, type JsonRpcRequest } from '../core/schema';
-import { countMcpStream, takeMcpStreamPlace } from '../http/caps';
+import { countMcpStream, takeMcpStreamPlace, type StreamPlace } from '../http/caps';
 import type { Caller, McpContext } from '../http/endpoint';
 import type { McpHttpRequest, McpReply } from '../http/exchange';
 import { inFlight, shuttingDown } from '../http/in-flight';
@@ -114,7 +114,7 @@ function modernCall(
   caller: Caller,
   client: ModernClient,
   signal: AbortSignal,
-  outlet: Pick<ModernCall, 'send' | 'isStreamRead' | 'openStream'>,
+  outlet: Pick<ModernCall, 'send' | 'isStreamRead' | 'openStream' | 'holdStreamPlace'>,
 ): ModernCall {
   return {
     engine: ctx.engine,
@@ -153,12 +153,15 @@ function track(request: McpHttpRequest): { controller: AbortController; done(): 
 async function respond(method: ModernMethod, message: JsonRpcRequest, request: McpHttpRequest, ctx: McpContext, caller: Caller, client: ModernClient): Promise<McpReply> {
   const { controller, done } = track(request);
   let stream: SseStream | undefined;
+  let place: StreamPlace | undefined;
   let markStreamed = () => {};
   const streamed = new Promise<'streamed'>((resolve) => (markStreamed = () => resolve('streamed')));
   const openStream = () => {
     if (stream) return;
     stream = new SseStream(ctx.heartbeatMs);
-    countMcpStream(caller.userId, null, stream);
+    // A stream no one could foresee (a quick tool's progress) is counted all the same, past the cap if need be.
+    if (place) place.holdUntilEnd(stream);
+    else countMcpStream(caller.userId, null, stream);
     closeWhenTokenRevoked(stream, caller.tokenId);
     stream.signal.addEventListener('abort', () => controller.abort(new DOMException('The client closed the stream', 'AbortError')), { once: true });
     markStreamed();
@@ -170,6 +173,10 @@ async function respond(method: ModernMethod, message: JsonRpcRequest, request: M
     },
     isStreamRead: () => stream !== undefined && !stream.closed,
     openStream,
+    holdStreamPlace: async () => {
+      if (stream || place) return;
+      place = await takeMcpStreamPlace(caller.userId, null);
+    },
   });
   const reply = (async () => {
     try {
@@ -179,6 +186,8 @@ async function respond(method: ModernMethod, message: JsonRpcRequest, request: M
       return { status: failed.status, headers: failed.headers, body: rpcErrorBody(message.id, failed.error) as Record<string, unknown> };
     } finally {
       done();
+      // Answered as JSON: the place is given back now (a stream gives it back when it ends).
+      if (!stream) place?.release();
     }
   })();
   const first = await Promise.race([reply, streamed]);
@@ -218,6 +227,8 @@ async function openSubscription(message: JsonRpcRequest, ctx: McpContext, caller
     send: (outgoing) => stream.send(outgoing),
     isStreamRead: () => !stream.closed,
     openStream: () => {},
+    // The subscription's stream holds its place already.
+    holdStreamPlace: async () => {},
   });
   let release = () => {};
   const end = () => {

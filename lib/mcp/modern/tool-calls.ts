@@ -74,6 +74,8 @@ export const callTool: ModernMethod = async (rawParams, call) => {
   }
   if (stateTaskId === undefined && !handOut && tool.taskSupport === 'required') throw tasksExtensionRequired(`Tool ${tool.name}`);
 
+  // From here the request waits for its task: it holds a stream's place, or is refused before any task starts.
+  await call.holdStreamPlace();
   let taskId: string;
   if (stateTaskId !== undefined) {
     try {

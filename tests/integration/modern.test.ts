@@ -68,7 +68,13 @@ describe('one endpoint, two eras', () => {
     expect(result.capabilities.tasks).toBeUndefined();
     expect(result.ttlMs).toBeGreaterThan(0);
     expect(result.cacheScope).toBe('public');
-    expect(result._meta['io.modelcontextprotocol/serverInfo']).toMatchObject({ name: 'mcp-task-server' });
+    expect(result._meta['io.modelcontextprotocol/serverInfo']).toEqual({
+      name: 'mcp-task-server',
+      title: 'MCP Task Server',
+      version: expect.any(String),
+      description: expect.any(String),
+      websiteUrl: server.url,
+    });
   });
 
   it('keeps initialize, sessions and 2025-11-25 tasks for a legacy client on the same endpoint', async () => {
@@ -82,6 +88,10 @@ describe('one endpoint, two eras', () => {
     expect(modernTools.tools.find((tool: any) => tool.name === 'delay').execution).toBeUndefined();
     expect(modernTools.tools.map((tool: any) => tool.name)).toEqual(legacyTools.tools.map((tool: any) => tool.name));
     expect(modernTools).toMatchObject({ resultType: 'complete', cacheScope: 'public', ttlMs: expect.any(Number) });
+    // Annotations and output schemas are the same in both eras.
+    const described = (list: any) => list.tools.map((tool: any) => ({ name: tool.name, annotations: tool.annotations, outputSchema: tool.outputSchema }));
+    expect(described(modernTools)).toEqual(described(legacyTools));
+    expect(modernTools.tools.find((tool: any) => tool.name === 'ask_human')).toMatchObject({ annotations: { openWorldHint: true }, outputSchema: { type: 'object' } });
   });
 
   it('serves a request with modern _meta statelessly even when it carries a stray Mcp-Session-Id', async () => {
@@ -238,7 +248,7 @@ describe('the tasks extension', () => {
     expect((await mcp.call('tasks/get', { taskId: created.taskId })).status).toBe('input_required');
     expect(await mcp.call('tasks/update', { taskId: created.taskId, inputResponses: { answer: { action: 'accept', content: { answer: 'blue' } } } })).toMatchObject({ resultType: 'complete' });
     const done = await untilStatus(mcp, created.taskId, 'completed');
-    expect(done.result.content).toEqual([{ type: 'text', text: 'Answer (given in the MCP client): blue' }]);
+    expect(done.result.content[0]).toEqual({ type: 'text', text: 'Answer (given in the MCP client): blue' });
     expect(done.result._meta?.['io.modelcontextprotocol/related-task']).toBeUndefined();
     // A second answer to the same question is ignored: the first one won.
     await mcp.call('tasks/update', { taskId: created.taskId, inputResponses: { answer: { action: 'accept', content: { answer: 'red' } } } });
@@ -293,7 +303,7 @@ describe('the tasks extension', () => {
       expect(execution.kind).toBe('task');
       const { outcome } = await execution.settle();
       const result: any = resultFromTaskOutcome(outcome);
-      expect(result.content).toEqual([{ type: 'text', text: 'Answer (given in the MCP client): from the requester' }]);
+      expect(result.content[0]).toEqual({ type: 'text', text: 'Answer (given in the MCP client): from the requester' });
       expect(asked).toHaveLength(1);
       const [taskId] = tasksOfTool('ask_human').slice(-1);
       expect(taskRow(taskId)).toMatchObject({ client_name: 'ext-tasks', protocol_version: modernVersion, invocation: 'task', status: 'completed' });
@@ -394,7 +404,7 @@ describe('the tasks extension', () => {
     const completed = await stream.nextMessageWhere((message) => message.params?.status === 'completed');
     expect(completed.method).toBe('notifications/tasks');
     expect(completed.params._meta).toEqual({ 'io.modelcontextprotocol/subscriptionId': built.id });
-    expect(completed.params).toMatchObject({ taskId: created.taskId, result: { content: [{ type: 'text', text: 'Answer (given in the MCP client): streamed' }] } });
+    expect(completed.params).toMatchObject({ taskId: created.taskId, result: { content: expect.arrayContaining([{ type: 'text', text: 'Answer (given in the MCP client): streamed' }]) } });
     const { _meta: _ignored, ...task } = completed.params;
     expect(task).toEqual(await mcp.call('tasks/get', { taskId: created.taskId }).then(({ resultType: _r, _meta: _m, ...rest }) => rest));
     controller.abort();
@@ -441,7 +451,7 @@ describe('multi round-trip calls (no extension)', () => {
       requestState: first.requestState,
       inputResponses: { answer: { action: 'accept', content: { answer: 'tea' } } },
     });
-    expect(done).toMatchObject({ resultType: 'complete', content: [{ type: 'text', text: 'Answer (given in the MCP client): tea' }] });
+    expect(done).toMatchObject({ resultType: 'complete', content: expect.arrayContaining([{ type: 'text', text: 'Answer (given in the MCP client): tea' }]) });
     expect(tasksOfTool('ask_human').length).toBe(before + 1);
     expect(taskRow(taskId)!.status).toBe('completed');
   });
@@ -460,7 +470,7 @@ describe('multi round-trip calls (no extension)', () => {
       requestState: first.requestState,
       inputResponses: { summary: { role: 'assistant', content: { type: 'text', text: 'Tasks outlive requests.' }, model: 'test-model' } },
     });
-    expect(done).toMatchObject({ content: [{ type: 'text', text: 'Tasks outlive requests.' }], structuredContent: { summary: 'Tasks outlive requests.', model: 'test-model' } });
+    expect(done).toMatchObject({ content: expect.arrayContaining([{ type: 'text', text: 'Tasks outlive requests.' }]), structuredContent: { summary: 'Tasks outlive requests.', model: 'test-model' } });
   });
 
   it('carries a survey over as many rounds as its questions need, still one task', async () => {
@@ -491,7 +501,7 @@ describe('multi round-trip calls (no extension)', () => {
     const [taskId] = tasksOfTool('ask_human').slice(-1);
     await answerInDashboard(taskId, 'from the browser');
     const done = await mcp.call('tools/call', { name: 'ask_human', arguments: { question: 'Answer me in the browser?' }, requestState: first.requestState });
-    expect(done.content).toEqual([{ type: 'text', text: 'Answer (given in the dashboard): from the browser' }]);
+    expect(done.content[0]).toEqual({ type: 'text', text: 'Answer (given in the dashboard): from the browser' });
   });
 
   it('refuses a tampered, foreign, mismatched or expired requestState, and answers nothing with it', async () => {
@@ -542,7 +552,7 @@ describe('multi round-trip calls (no extension)', () => {
       expect(done).not.toHaveProperty('inputRequests');
       done = await mcp.call('tools/call', { ...args, requestState: done.requestState });
     }
-    expect(done.content).toEqual([{ type: 'text', text: 'Answer (given in the MCP client): yes' }]);
+    expect(done.content[0]).toEqual({ type: 'text', text: 'Answer (given in the MCP client): yes' });
     expect(tasksOfTool('ask_human').slice(-1)).toEqual([taskId]);
   });
 
@@ -608,7 +618,7 @@ describe('the SDK 2.x client, choosing its era', () => {
     try {
       expect(client.getNegotiatedProtocolVersion()).toBe(modernVersion);
       const result: any = await client.callTool({ name: 'ask_human', arguments: { question: 'Which era?' } });
-      expect(result.content).toEqual([{ type: 'text', text: 'Answer (given in the MCP client): from the SDK' }]);
+      expect(result.content[0]).toEqual({ type: 'text', text: 'Answer (given in the MCP client): from the SDK' });
       expect(asked).toHaveLength(1);
       const [taskId] = tasksOfTool('ask_human').slice(-1);
       expect(taskRow(taskId)).toMatchObject({ client_name: 'sdk2-modern', protocol_version: modernVersion, status: 'completed' });
@@ -626,7 +636,7 @@ describe('the SDK 2.x client, choosing its era', () => {
       const [taskId] = tasksOfTool('ask_human').slice(-1);
       await answerInDashboard(taskId, 'from the dashboard');
       const result: any = await call;
-      expect(result.content).toEqual([{ type: 'text', text: 'Answer (given in the dashboard): from the dashboard' }]);
+      expect(result.content[0]).toEqual({ type: 'text', text: 'Answer (given in the dashboard): from the dashboard' });
       expect(tasksOfTool('ask_human').length).toBe(before + 1);
     } finally {
       await close();

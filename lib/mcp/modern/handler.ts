@@ -1,6 +1,7 @@
 import { storageTroubleIn } from '@/lib/storage/trouble';
 import { ErrorCode, HttpError, isHttpError, isRpcError, RpcError, storageRefusal, type JsonRpcErrorObject } from '../core/errors';
 import { classifyMessage, supportedProtocolVersions as legacyProtocolVersions, type JsonRpcRequest } from '../core/schema';
+import { serverInfoOf } from '../core/server-info';
 import { countMcpStream, takeMcpStreamPlace, type StreamPlace } from '../http/caps';
 import type { Caller, McpContext } from '../http/endpoint';
 import type { McpHttpRequest, McpReply } from '../http/exchange';
@@ -89,7 +90,7 @@ function finished(result: Record<string, unknown>, ctx: McpContext): Record<stri
   return {
     ...result,
     resultType: result.resultType ?? 'complete',
-    _meta: { ...meta, [metaKey.serverInfo]: { name: 'mcp-task-server', title: 'MCP Task Server', version: ctx.serverVersion } },
+    _meta: { ...meta, [metaKey.serverInfo]: serverInfoOf(ctx.serverVersion, ctx.appUrl) },
   };
 }
 

@@ -105,7 +105,12 @@ export function ResultView({
     );
   }
   if (!result) return <p className="text-sm text-zinc-500 dark:text-zinc-400">No result yet.</p>;
-  const content = Array.isArray(result.content) ? (result.content as Block[]) : [];
+  // The structured content is shown below as such: its copy as serialized JSON (for clients that read
+  // only `content`) is not shown twice.
+  const structuredText = result.structuredContent !== undefined ? JSON.stringify(result.structuredContent) : undefined;
+  const content = (Array.isArray(result.content) ? (result.content as Block[]) : []).filter(
+    (block) => !(block.type === 'text' && structuredText !== undefined && block.text === structuredText),
+  );
   const isError = result.isError === true;
   return (
     <div className={`space-y-3 ${isError ? 'rounded-md border border-red-200 bg-red-50 p-3 text-red-900 dark:border-red-900 dark:bg-red-950 dark:text-red-200' : ''}`}>

@@ -26,6 +26,15 @@ import { waitFor } from './wait';
 export type { TaskInputRow };
 export type AnsweredBy = 'client' | 'dashboard';
 
+/** An answer that does not fit its question: why, and which fields. */
+export interface AnswerMisfit {
+  input: TaskInputRow;
+  message: string;
+  fieldErrors?: Record<string, string>;
+}
+
+export type AnswerAllOutcome = { ok: true; answered: TaskInputRow[] } | { ok: false; misfits: AnswerMisfit[] };
+
 export type AnswerOutcome =
   | { ok: true; input: TaskInputRow }
   | { ok: false; reason: 'not_found' | 'closed' | 'invalid'; message: string; fieldErrors?: Record<string, string>; input?: TaskInputRow };
@@ -87,24 +96,62 @@ export class TaskInputs {
     if (input.status !== 'pending') return { ok: false, reason: 'closed', message: closedMessage(input), input };
     const checked = checkResponse(input, raw);
     if (!checked.ok) return { ok: false, reason: 'invalid', message: checked.message, fieldErrors: checked.fieldErrors, input };
-    const outcome = await inTransaction(function* (q) {
-      const done = yield* answerTaskInput.program(q, inputId, { response: checked.response, answeredBy: by, answeredByLabel: label, answeredVia: via });
-      // Answered first elsewhere, or withdrawn: the question as it now stands.
-      if (!done) return { ok: false as const, closed: yield* getTaskInputById.program(q, inputId) };
-      const back =
-        (yield* countPendingTaskInputsByTaskId.program(q, input.taskId)) === 0
-          ? yield* transitionTask.program(q, input.taskId, { from: ['input_required'], to: 'working', statusMessage: 'Input received; working.', actor: by })
-          : undefined;
-      return { ok: true as const, answered: done, resumed: back };
-    });
-    if (!outcome.ok) {
-      const now = outcome.closed ?? input;
-      return { ok: false, reason: 'closed', message: closedMessage(now), input: now };
+    const [answered] = await this.store([{ input, response: checked.response }], by, label, via);
+    if (answered) return { ok: true, input: answered };
+    // Answered first elsewhere, or withdrawn: the question as it now stands.
+    const now = (await getTaskInputById(inputId)) ?? input;
+    return { ok: false, reason: 'closed', message: closedMessage(now), input: now };
+  }
+
+  /**
+   * Takes several answers of one user all or none: every answer is checked against its question first,
+   * and one that does not fit refuses them all (each misfit named), so a client never has some of its
+   * answers taken without knowing which. Questions that are no longer open (answered elsewhere,
+   * withdrawn, or another user's) are left out, as a late answer to one question is.
+   */
+  async answerAll(userId: string, answers: ReadonlyArray<{ inputId: string; raw: unknown }>, by: AnsweredBy, label: string | null): Promise<AnswerAllOutcome> {
+    const fitting: Array<{ input: TaskInputRow; response: Record<string, unknown> }> = [];
+    const misfits: AnswerMisfit[] = [];
+    for (const { inputId, raw } of answers) {
+      const input = await getTaskInputById(inputId);
+      if (!input || input.userId !== userId || input.status !== 'pending') continue;
+      const checked = checkResponse(input, raw);
+      if (checked.ok) fitting.push({ input, response: checked.response });
+      else misfits.push({ input, message: checked.message, fieldErrors: checked.fieldErrors });
     }
-    const { answered, resumed } = outcome;
-    if (resumed) publishTaskEvent(this.bus, { type: 'task-changed', task: resumed, transition: true });
-    this.publish(answered);
-    return { ok: true, input: answered };
+    if (misfits.length > 0) return { ok: false, misfits };
+    return { ok: true, answered: await this.store(fitting, by, label, null) };
+  }
+
+  /**
+   * Records answers in one transaction, each only if its question is still open (the first answer
+   * wins), and moves each task none of whose questions is left open back to working. Resolves with the
+   * questions answered, once the changes are published.
+   */
+  private async store(
+    answers: ReadonlyArray<{ input: TaskInputRow; response: Record<string, unknown> }>,
+    by: AnsweredBy,
+    label: string | null,
+    via: string | null,
+  ): Promise<TaskInputRow[]> {
+    if (answers.length === 0) return [];
+    const { answered, resumed } = await inTransaction(function* (q) {
+      const taken: TaskInputRow[] = [];
+      for (const { input, response } of answers) {
+        const done = yield* answerTaskInput.program(q, input.id, { response, answeredBy: by, answeredByLabel: label, answeredVia: via });
+        if (done) taken.push(done);
+      }
+      const moved: TaskRow[] = [];
+      for (const taskId of new Set(taken.map((input) => input.taskId))) {
+        if ((yield* countPendingTaskInputsByTaskId.program(q, taskId)) > 0) continue;
+        const back = yield* transitionTask.program(q, taskId, { from: ['input_required'], to: 'working', statusMessage: 'Input received; working.', actor: by });
+        if (back) moved.push(back);
+      }
+      return { answered: taken, resumed: moved };
+    });
+    for (const task of resumed) publishTaskEvent(this.bus, { type: 'task-changed', task, transition: true });
+    for (const input of answered) this.publish(input);
+    return answered;
   }
 
   listForTask(taskId: string): Promise<TaskInputRow[]> {

@@ -17,6 +17,16 @@ export const askHumanTool = defineTool({
       .optional()
       .describe('Form fields: an object of elicitation property schemas (string, number, integer, boolean, enum, multi-select); all required.'),
   }),
+  outputSchema: z.object({
+    action: z.enum(['accept', 'decline', 'cancel']).describe('What the person did: answered, declined, or dismissed the question.'),
+    answeredBy: z.enum(['client', 'dashboard']).describe('Where they did it.'),
+    content: z
+      .record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.array(z.string())]))
+      .optional()
+      .describe('Their answers, by field ("answer" without fields); only when they answered.'),
+  }),
+  // It asks a person, and each call asks again.
+  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: false, openWorldHint: true },
   taskSupport: 'optional',
   minTtlMs: personAnsweringTtlMs,
   resumable: true,

@@ -66,11 +66,29 @@ export interface ElicitAnswer {
   answeredByLabel: string | null;
 }
 
+/**
+ * Hints about what a tool does to the world, for clients deciding whether to ask before calling it
+ * (MCP ToolAnnotations). Hints, not guarantees: a client trusts them only from a server it trusts.
+ */
+export interface ToolAnnotations {
+  /** It changes nothing in its environment. */
+  readOnlyHint: boolean;
+  /** Its changes may destroy or overwrite something (meaningful when not read-only). */
+  destructiveHint: boolean;
+  /** Calling it again with the same arguments has no further effect. */
+  idempotentHint: boolean;
+  /** It reaches entities outside the server (a person, the web), not only a closed domain. */
+  openWorldHint: boolean;
+}
+
 export interface ToolDefinition<Schema extends z.ZodObject = z.ZodObject> {
   name: string;
   title?: string;
   description: string;
   inputSchema: Schema;
+  /** The shape of its `structuredContent`: a result that does not fit it becomes an error result. */
+  outputSchema?: z.ZodObject;
+  annotations?: ToolAnnotations;
   taskSupport: TaskSupport;
   /**
    * The least ttl the tool's work needs (a person answering needs hours): a task of this tool is
@@ -134,7 +152,7 @@ export async function executeTool(tool: ToolDefinition, rawArgs: unknown, ctx: T
     return { kind: 'result', result: textResult(`Invalid arguments for tool ${tool.name}: ${problems.join('; ')}`, true) };
   }
   try {
-    return { kind: 'result', result: await tool.run(parsed.data, withIncreasingProgress(ctx)) };
+    return { kind: 'result', result: withStructuredText(tool, await tool.run(parsed.data, withIncreasingProgress(ctx))) };
   } catch (error) {
     if (isToolProtocolError(error)) {
       return { kind: 'error', error: { code: error.code, message: error.message, ...(error.data !== undefined ? { data: error.data } : {}) } };
@@ -142,6 +160,24 @@ export async function executeTool(tool: ToolDefinition, rawArgs: unknown, ctx: T
     const message = error instanceof Error ? error.message : String(error);
     return { kind: 'result', result: textResult(`Tool ${tool.name} failed: ${message}`, true) };
   }
+}
+
+/**
+ * A result with structured content, as the protocol wants it: fitting the tool's outputSchema (which
+ * clients validate it against; one that does not fit is the tool's bug, reported as an error result
+ * rather than sent), and also as serialized JSON in a text block, for clients that read only `content`.
+ */
+function withStructuredText(tool: ToolDefinition, result: CallToolResult): CallToolResult {
+  const structured = result.structuredContent;
+  if (structured === undefined || result.isError) return result;
+  const fits = tool.outputSchema?.safeParse(structured);
+  if (fits && !fits.success) {
+    const problems = fits.error.issues.map((issue) => `${issue.path.join('.') || '(structuredContent)'}: ${issue.message}`);
+    return textResult(`Tool ${tool.name} returned a result that does not fit its outputSchema: ${problems.join('; ')}`, true);
+  }
+  const text = JSON.stringify(structured);
+  if (result.content.some((block) => block.type === 'text' && block.text === text)) return result;
+  return { ...result, content: [...result.content, { type: 'text', text }] };
 }
 
 /** A progress message carries at most this much of an output. */
@@ -186,6 +222,18 @@ export function describeTool(tool: ToolDefinition, withTasks: boolean) {
     description: tool.description,
     // With its $schema: 2020-12 is the default dialect of MCP 2025-11-25, and saying so costs nothing.
     inputSchema: z.toJSONSchema(tool.inputSchema, { io: 'input' }),
+    ...(tool.outputSchema ? { outputSchema: outputSchemaOf(tool.outputSchema) } : {}),
+    ...(tool.annotations ? { annotations: tool.annotations } : {}),
     ...(withTasks && tool.taskSupport !== 'forbidden' ? { execution: { taskSupport: tool.taskSupport } } : {}),
   };
+}
+
+/**
+ * The JSON Schema of a tool's structured content, without `$schema`: clients compile it to validate
+ * results, and common validators (the official SDK's Ajv among them) refuse a 2020-12 `$schema` they
+ * were not set up for, though 2020-12 is what MCP reads a schema without one as.
+ */
+function outputSchemaOf(schema: z.ZodObject): Record<string, unknown> {
+  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { io: 'output' });
+  return rest;
 }

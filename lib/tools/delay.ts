@@ -15,6 +15,7 @@ export const delayTool = defineTool({
     seconds: z.number().min(0).max(maxSeconds).describe(`How long to wait, in seconds (0 to ${maxSeconds}).`),
     fail: z.boolean().optional().describe('End with an error result instead of success.'),
   }),
+  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   taskSupport: 'optional',
   maxRunMs: maxSeconds * 1000,
   resumable: true,

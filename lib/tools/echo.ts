@@ -6,6 +6,7 @@ export const echoTool = defineTool({
   title: 'Echo',
   description: 'Returns the given text at once.',
   inputSchema: z.object({ text: z.string().describe('The text to return.') }),
+  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   taskSupport: 'forbidden',
   async run({ text }) {
     return textResult(text);

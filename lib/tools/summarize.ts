@@ -11,6 +11,12 @@ export const summarizeTool = defineTool({
     text: z.string().min(1).max(100_000).describe('The text to summarize.'),
     maxTokens: z.number().int().min(16).max(4000).optional().describe('Longest summary, in tokens (default 300).'),
   }),
+  outputSchema: z.object({
+    summary: z.string().describe('The summary.'),
+    model: z.string().describe('The model that wrote it, as the client named it.'),
+  }),
+  // The client's model answers differently each time.
+  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: false, openWorldHint: false },
   taskSupport: 'optional',
   resumable: true,
   requiresClient: 'sampling',

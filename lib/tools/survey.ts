@@ -10,6 +10,17 @@ export const surveyTool = defineTool({
   inputSchema: z.object({
     questions: z.array(z.string().min(1)).min(1).max(10).describe('The questions, each answered separately.'),
   }),
+  outputSchema: z.object({
+    answers: z.array(
+      z.object({
+        question: z.string(),
+        action: z.enum(['accept', 'decline', 'cancel']),
+        answer: z.string().nullable().describe('The answer; null when the question was declined or dismissed.'),
+        answeredBy: z.enum(['client', 'dashboard']),
+      }),
+    ),
+  }),
+  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: false, openWorldHint: true },
   taskSupport: 'optional',
   minTtlMs: personAnsweringTtlMs,
   resumable: true,
@@ -32,7 +43,7 @@ export const surveyTool = defineTool({
         answers: answers.map((answer, index) => ({
           question: questions[index],
           action: answer.action,
-          answer: answer.content?.answer ?? null,
+          answer: answer.action === 'accept' ? String(answer.content?.answer) : null,
           answeredBy: answer.answeredBy,
         })),
       },

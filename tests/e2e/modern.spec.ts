@@ -37,7 +37,7 @@ test('a 2026-07-28 task and a 2025-11-25 task side by side; the person answers t
     .poll(async () => (await modern.call('tasks/get', { taskId: created.taskId })).status, { timeout: 20_000 })
     .toBe('completed');
   const done = await modern.call('tasks/get', { taskId: created.taskId });
-  expect(done.result.content).toEqual([{ type: 'text', text: 'Answer (given in the dashboard): Ship' }]);
+  expect(done.result.content[0]).toEqual({ type: 'text', text: 'Answer (given in the dashboard): Ship' });
   // The client's own answer comes too late: the person's was first.
   await modern.call('tasks/update', { taskId: created.taskId, inputResponses: { answer: { action: 'accept', content: { answer: 'Hold' } } } });
   expect((await modern.call('tasks/get', { taskId: created.taskId })).result.content[0].text).toContain('Ship');

@@ -27,7 +27,7 @@ test('a plain ask_human call waits while the person answers in the dashboard, th
     await questions.tap('Merge the release branch?', 'Merge');
 
     const result = await call;
-    expect(result.content).toEqual([{ type: 'text', text: 'Answer (given in the dashboard): Merge' }]);
+    expect(result.content[0]).toEqual({ type: 'text', text: 'Answer (given in the dashboard): Merge' });
     expect(result.structuredContent).toEqual({ action: 'accept', answeredBy: 'dashboard', content: { answer: 'Merge' } });
     await expect(page.getByText(/^Answered in the dashboard by plain-asker-/)).toBeVisible();
   } finally {

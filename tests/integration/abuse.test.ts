@@ -41,7 +41,7 @@ function expectTooManyRequests(reply: { status: number; headers: Headers; body: 
   expect(Number.isInteger(retryAfter)).toBe(true);
   expect(retryAfter).toBeGreaterThanOrEqual(1);
   expect(retryAfter).toBeLessThanOrEqual(60);
-  expect(reply!.body).toMatchObject({ jsonrpc: '2.0', error: { code: -32029, data: { retryAfterSeconds: retryAfter } } });
+  expect(reply!.body).toMatchObject({ jsonrpc: '2.0', error: { code: -31429, data: { retryAfterSeconds: retryAfter } } });
   expect(reply!.body.error.message).toMatch(reason);
   expect(reply!.body.error.message).toContain(`retry after ${retryAfter} seconds`);
 }
@@ -53,6 +53,11 @@ describe('rate limits', () => {
     const { accepted, reply } = await pingUntilRefused(mcp, limits.perToken + 5);
     expect(accepted).toBe(limits.perToken - 2);
     expectTooManyRequests(reply, /access token sent too many requests/);
+    // The refusal answers the request it refuses, by its id (the body was read before the limit was checked).
+    const refused = await mcp.post({ jsonrpc: '2.0', id: 'past-the-limit', method: 'ping' });
+    const refusal = { status: refused.status, headers: refused.headers, body: await refused.json() };
+    expectTooManyRequests(refusal, /access token sent too many requests/);
+    expect(refusal.body.id).toBe('past-the-limit');
     const other = await session('token-limit@example.com', 'second');
     expect((await other.request('ping')).status).toBe(200);
   });

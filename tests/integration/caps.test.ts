@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { setPassword, signIn } from '../helpers/dashboard';
 import { RawMcp, replyOf, SseReader, untilNotRefused, type RpcReply } from '../helpers/mcp';
+import { ModernMcp, tasksExtension } from '../helpers/modern';
 import { createToken, startServer, type TestServer } from '../helpers/server';
 
 // A sign-in hashes with scrypt at 128 MiB, and the CLIs start their own Node: slow on a busy machine.
@@ -14,6 +15,8 @@ beforeAll(async () => {
     MCP_MAX_SESSIONS_PER_USER: String(caps.sessions),
     MCP_MAX_STREAMS_PER_USER: String(caps.streams),
     DASHBOARD_MAX_STREAMS_PER_USER: String(caps.dashboardStreams),
+    // A 2026-07-28 call waits for its task this long before it answers: longer than any test here.
+    MCP_ROUND_WAIT_MS: '120000',
   });
 });
 
@@ -61,7 +64,7 @@ function expectCapRefusal(reply: RpcReply, id: string | number | null, reason: R
   expect(reply.status).toBe(429);
   const retryAfter = Number(reply.headers.get('retry-after'));
   expect(Number.isInteger(retryAfter) && retryAfter >= 1).toBe(true);
-  expect(reply.body).toMatchObject({ jsonrpc: '2.0', error: { code: -32029, data: { retryAfterSeconds: retryAfter } } });
+  expect(reply.body).toMatchObject({ jsonrpc: '2.0', error: { code: -31429, data: { retryAfterSeconds: retryAfter } } });
   if (id === null) expect(reply.body).not.toHaveProperty('id');
   else expect(reply.body.id).toBe(id);
   expect(reply.body.error.message).toMatch(reason);
@@ -184,6 +187,50 @@ describe('the cap on /mcp streams per user', () => {
     expect(afterResponseDrop.status).toBe(200);
     const lastReader = keep(new SseReader(afterResponseDrop));
     expect((await lastReader.nextMessageWhere((message) => message.id === 'after-response-drop')).result).toBeDefined();
+  });
+});
+
+describe('the cap on /mcp streams per user, in 2026-07-28', () => {
+  it('counts subscriptions and calls that wait for their task, refusing past the cap up front, before any task starts', async () => {
+    const email = 'modern-streams@example.com';
+    const token = createToken(server, email);
+    const withTasks = new ModernMcp(server.mcpUrl, token, { extensions: { [tasksExtension]: {} } });
+    const plain = new ModernMcp(server.mcpUrl, token, {});
+    const tasksOfUser = () =>
+      (server.db().prepare('SELECT count(*) AS n FROM tasks t JOIN users u ON u.id = t.user_id WHERE u.email = ?').get(email) as { n: number }).n;
+    const listen = (signal?: AbortSignal) => {
+      const { body, headers } = withTasks.build('subscriptions/listen', { notifications: {} });
+      return withTasks.post(body, headers, signal);
+    };
+    const closing = new AbortController();
+    for (let open = 0; open < caps.streams - 1; open += 1) {
+      const subscription = keep(new SseReader(await listen(closing.signal)));
+      expect((await subscription.nextMessage())!.method).toBe('notifications/subscriptions/acknowledged');
+    }
+    // A plain call of a task tool: a long poll, answered as JSON once its task ends or its round is over.
+    const waitingCall = plain.build('tools/call', { name: 'delay', arguments: { seconds: 3600 } });
+    const stopWaiting = new AbortController();
+    const waiting = plain.post(waitingCall.body, waitingCall.headers, stopWaiting.signal).catch(() => undefined);
+    await expect.poll(tasksOfUser).toBe(1);
+
+    const refusedListen = withTasks.build('subscriptions/listen', { notifications: {} });
+    expectCapRefusal(await replyOf(await withTasks.post(refusedListen.body, refusedListen.headers)), refusedListen.id, streamCap);
+    const refusedCall = plain.build('tools/call', { name: 'delay', arguments: { seconds: 3600 } });
+    expectCapRefusal(await replyOf(await plain.post(refusedCall.body, refusedCall.headers)), refusedCall.id, streamCap);
+    expect(tasksOfUser()).toBe(1);
+    // What is answered at once goes through: a quick tool, and the task a client of the extension is handed.
+    expect((await plain.call('tools/call', { name: 'echo', arguments: { text: 'at the cap' } })).content[0].text).toBe('at the cap');
+    const handedOut = await withTasks.call('tools/call', { name: 'delay', arguments: { seconds: 3600 } });
+    expect(handedOut.resultType).toBe('task');
+    await withTasks.call('tasks/cancel', { taskId: handedOut.taskId });
+
+    // The waiting call's client closes it: its place is free again.
+    stopWaiting.abort();
+    await waiting;
+    const reopened = await untilNotRefused(() => listen(closing.signal));
+    expect(reopened.status).toBe(200);
+    keep(new SseReader(reopened));
+    closing.abort();
   });
 });
 

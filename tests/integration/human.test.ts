@@ -106,6 +106,56 @@ async function waitForStatus(mcp: RawMcp, taskId: string, status: string) {
   await expect.poll(async () => (await mcp.call('tasks/get', { taskId })).status, { timeout: 10_000 }).toBe(status);
 }
 
+describe('what the tools say of themselves, checked by the official SDK client', () => {
+  it('describes each tool with annotations and the structured ones with an outputSchema their results fit, also as JSON text', async () => {
+    const sdk = await connectSdkClient(server.mcpUrl, token, { capabilities: { ...elicitCapable, sampling: {} } });
+    sdk.client.setRequestHandler(ElicitRequestSchema, async (request) =>
+      request.params.message === 'Declined?' ? { action: 'decline' } : { action: 'accept', content: { answer: `to ${request.params.message}` } },
+    );
+    sdk.client.setRequestHandler(CreateMessageRequestSchema, async () => ({ role: 'assistant', content: { type: 'text', text: 'Brief.' }, model: 'test-model' }));
+    try {
+      expect(sdk.client.getServerVersion()).toMatchObject({ name: 'mcp-task-server', title: 'MCP Task Server', description: expect.any(String), websiteUrl: server.url });
+      // Listing the tools makes the SDK compile each outputSchema and validate every later result against it.
+      const { tools } = await sdk.client.listTools();
+      for (const tool of tools) {
+        expect(Object.keys(tool.annotations ?? {}).sort(), tool.name).toEqual(['destructiveHint', 'idempotentHint', 'openWorldHint', 'readOnlyHint']);
+      }
+      const byName = Object.fromEntries(tools.map((tool) => [tool.name, tool]));
+      expect(byName.echo.annotations).toEqual({ readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false });
+      expect(byName.ask_human.annotations).toMatchObject({ readOnlyHint: true, openWorldHint: true, idempotentHint: false });
+      expect(Object.keys(byName).filter((name) => byName[name].outputSchema).sort()).toEqual(['ask_human', 'summarize', 'survey']);
+
+      const calls = [
+        { name: 'ask_human', arguments: { question: 'Colour?' } },
+        { name: 'ask_human', arguments: { question: 'Declined?' } },
+        { name: 'survey', arguments: { questions: ['One?', 'Two?'] } },
+        { name: 'summarize', arguments: { text: 'A long text.' } },
+      ];
+      const results = [];
+      for (const call of calls) results.push(await sdk.client.callTool(call));
+      expect(results.map((result) => result.structuredContent)).toEqual([
+        { action: 'accept', answeredBy: 'client', content: { answer: 'to Colour?' } },
+        { action: 'decline', answeredBy: 'client' },
+        {
+          answers: [
+            { question: 'One?', action: 'accept', answer: 'to One?', answeredBy: 'client' },
+            { question: 'Two?', action: 'accept', answer: 'to Two?', answeredBy: 'client' },
+          ],
+        },
+        { summary: 'Brief.', model: 'test-model' },
+      ]);
+      for (const result of results) {
+        const content = result.content as Array<{ type: string; text: string }>;
+        expect(content).toHaveLength(2);
+        expect(content[0].text).not.toBe('');
+        expect(JSON.parse(content[1].text)).toEqual(result.structuredContent);
+      }
+    } finally {
+      await sdk.close();
+    }
+  });
+});
+
 describe('sampling with the official SDK client', () => {
   it("asks the client's model through sampling/createMessage with related-task _meta", async () => {
     const sdk = await connectSdkClient(server.mcpUrl, token, { capabilities: { sampling: {} } });
@@ -337,7 +387,7 @@ describe('questions over raw HTTP', () => {
     expect(reply.status).toBe(202);
     expect(await reply.text()).toBe('');
     const final = await reader.nextMessage();
-    expect(final).toMatchObject({ id, result: { content: [{ type: 'text', text: 'Answer (given in the MCP client): yes' }] } });
+    expect(final).toMatchObject({ id, result: { content: expect.arrayContaining([{ type: 'text', text: 'Answer (given in the MCP client): yes' }]) } });
     expect(final!.result._meta['io.modelcontextprotocol/related-task']).toEqual({ taskId });
     expect(await reader.nextMessage()).toBeNull();
   });

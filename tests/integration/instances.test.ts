@@ -69,7 +69,7 @@ function expectRefusal(reply: RpcReply, reason: RegExp, id?: string | null) {
   expect(reply.status).toBe(429);
   const retryAfter = Number(reply.headers.get('retry-after'));
   expect(Number.isInteger(retryAfter) && retryAfter >= 1).toBe(true);
-  expect(reply.body).toMatchObject({ jsonrpc: '2.0', error: { code: -32029, data: { retryAfterSeconds: retryAfter } } });
+  expect(reply.body).toMatchObject({ jsonrpc: '2.0', error: { code: -31429, data: { retryAfterSeconds: retryAfter } } });
   if (id === null) expect(reply.body).not.toHaveProperty('id');
   else if (id !== undefined) expect(reply.body.id).toBe(id);
   expect(reply.body.error.message).toMatch(reason);

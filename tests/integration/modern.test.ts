@@ -68,7 +68,13 @@ describe('one endpoint, two eras', () => {
     expect(result.capabilities.tasks).toBeUndefined();
     expect(result.ttlMs).toBeGreaterThan(0);
     expect(result.cacheScope).toBe('public');
-    expect(result._meta['io.modelcontextprotocol/serverInfo']).toMatchObject({ name: 'mcp-task-server' });
+    expect(result._meta['io.modelcontextprotocol/serverInfo']).toEqual({
+      name: 'mcp-task-server',
+      title: 'MCP Task Server',
+      version: expect.any(String),
+      description: expect.any(String),
+      websiteUrl: server.url,
+    });
   });
 
   it('keeps initialize, sessions and 2025-11-25 tasks for a legacy client on the same endpoint', async () => {
@@ -82,6 +88,33 @@ describe('one endpoint, two eras', () => {
     expect(modernTools.tools.find((tool: any) => tool.name === 'delay').execution).toBeUndefined();
     expect(modernTools.tools.map((tool: any) => tool.name)).toEqual(legacyTools.tools.map((tool: any) => tool.name));
     expect(modernTools).toMatchObject({ resultType: 'complete', cacheScope: 'public', ttlMs: expect.any(Number) });
+    // Annotations and output schemas are the same in both eras.
+    const described = (list: any) => list.tools.map((tool: any) => ({ name: tool.name, annotations: tool.annotations, outputSchema: tool.outputSchema }));
+    expect(described(modernTools)).toEqual(described(legacyTools));
+    expect(modernTools.tools.find((tool: any) => tool.name === 'ask_human')).toMatchObject({ annotations: { openWorldHint: true }, outputSchema: { type: 'object' } });
+  });
+
+  it('serves a request with modern _meta statelessly even when it carries a stray Mcp-Session-Id', async () => {
+    const legacy = new RawMcp(server.mcpUrl, token);
+    await legacy.initialize('2025-11-25', {});
+    const mcp = plainClient();
+    for (const sessionId of [crypto.randomUUID(), legacy.sessionId!]) {
+      const reply = await mcp.request('tools/call', { name: 'echo', arguments: { text: 'stateless' } }, { headers: { 'Mcp-Session-Id': sessionId } });
+      expect(reply.status).toBe(200);
+      expect(reply.headers.get('mcp-session-id')).toBeNull();
+      expect(reply.body.result).toMatchObject({ resultType: 'complete', content: [{ type: 'text', text: 'stateless' }] });
+    }
+    // The legacy session is untouched by it.
+    expect((await legacy.request('ping')).status).toBe(200);
+  });
+
+  it('refuses a tools/list cursor it never issued with -32602, in both eras', async () => {
+    const reply = await plainClient().request('tools/list', { cursor: 'not-a-cursor' });
+    expect(reply.body.error).toMatchObject({ code: -32602, message: expect.stringMatching(/cursor/) });
+    const legacy = new RawMcp(server.mcpUrl, token);
+    await legacy.initialize('2025-11-25', {});
+    expect((await legacy.request('tools/list', { cursor: 'not-a-cursor' })).body.error).toMatchObject({ code: -32602, message: expect.stringMatching(/cursor/) });
+    expect((await legacy.request('tools/list', { cursor: 17 })).body.error.code).toBe(-32602);
   });
 
   it('refuses a protocol version it does not speak with -32022, listing the versions it does', async () => {
@@ -175,10 +208,16 @@ describe('limits, for both eras alike', () => {
     expect(second.body.error.message).toContain('streams open');
     expect(second.headers.get('retry-after')).toMatch(/^\d+$/);
     closing.abort();
-    let reply = await mcp.request('tools/list');
-    for (let sent = 3; reply.status === 200 && sent <= 10; sent += 1) reply = await mcp.request('tools/list');
+    const listTools = async () => {
+      const { id, body, headers } = mcp.build('tools/list');
+      return { id, reply: await readReply(await mcp.post(body, headers)) };
+    };
+    let { id, reply } = await listTools();
+    for (let sent = 3; reply.status === 200 && sent <= 10; sent += 1) ({ id, reply } = await listTools());
     expect(reply.status).toBe(429);
     expect(reply.body.error.message).toContain('this access token sent too many requests');
+    // A code outside the range 2026-07-28 reserves (-32020…-32099 and JSON-RPC's own), and the request's id.
+    expect(reply.body).toMatchObject({ id, error: { code: -31429 } });
   });
 });
 
@@ -209,11 +248,34 @@ describe('the tasks extension', () => {
     expect((await mcp.call('tasks/get', { taskId: created.taskId })).status).toBe('input_required');
     expect(await mcp.call('tasks/update', { taskId: created.taskId, inputResponses: { answer: { action: 'accept', content: { answer: 'blue' } } } })).toMatchObject({ resultType: 'complete' });
     const done = await untilStatus(mcp, created.taskId, 'completed');
-    expect(done.result.content).toEqual([{ type: 'text', text: 'Answer (given in the MCP client): blue' }]);
+    expect(done.result.content[0]).toEqual({ type: 'text', text: 'Answer (given in the MCP client): blue' });
     expect(done.result._meta?.['io.modelcontextprotocol/related-task']).toBeUndefined();
     // A second answer to the same question is ignored: the first one won.
     await mcp.call('tasks/update', { taskId: created.taskId, inputResponses: { answer: { action: 'accept', content: { answer: 'red' } } } });
     expect((await mcp.call('tasks/get', { taskId: created.taskId })).result.content[0].text).toContain('blue');
+  });
+
+  it('takes the answers of one tasks/update all or none: a misfit among them refuses every one, naming it', async () => {
+    const mcp = taskClient();
+    const created = await mcp.call('tools/call', { name: 'survey', arguments: { questions: ['One?', 'Two?'] } });
+    await expect.poll(() => pendingInputs(created.taskId).length, { timeout: 20_000 }).toBe(2);
+    const mixed = await mcp.request('tasks/update', {
+      taskId: created.taskId,
+      inputResponses: { 'question-1': { action: 'accept', content: { answer: 'fits' } }, 'question-2': { action: 'accept', content: {} } },
+    });
+    expect(mixed.body.error.code).toBe(-32602);
+    expect(mixed.body.error.message).toContain('inputResponses.question-2');
+    expect(mixed.body.error.message).not.toContain('inputResponses.question-1');
+    expect(Object.keys(mixed.body.error.data.fieldErrors)).toEqual(['question-2']);
+    // Nothing was taken: both questions are still open, and the task still waits.
+    expect(pendingInputs(created.taskId).map((input) => input.key).sort()).toEqual(['question-1', 'question-2']);
+    expect(taskRow(created.taskId)!.status).toBe('input_required');
+    await mcp.call('tasks/update', {
+      taskId: created.taskId,
+      inputResponses: { 'question-1': { action: 'accept', content: { answer: 'one' } }, 'question-2': { action: 'accept', content: { answer: 'two' } } },
+    });
+    const done = await untilStatus(mcp, created.taskId, 'completed');
+    expect(done.result.content[0].text).toBe('1. One? one\n2. Two? two');
   });
 
   it('is driven to the end by the official requester (ext-tasks 0.2.2), which answers the question itself', async () => {
@@ -241,7 +303,7 @@ describe('the tasks extension', () => {
       expect(execution.kind).toBe('task');
       const { outcome } = await execution.settle();
       const result: any = resultFromTaskOutcome(outcome);
-      expect(result.content).toEqual([{ type: 'text', text: 'Answer (given in the MCP client): from the requester' }]);
+      expect(result.content[0]).toEqual({ type: 'text', text: 'Answer (given in the MCP client): from the requester' });
       expect(asked).toHaveLength(1);
       const [taskId] = tasksOfTool('ask_human').slice(-1);
       expect(taskRow(taskId)).toMatchObject({ client_name: 'ext-tasks', protocol_version: modernVersion, invocation: 'task', status: 'completed' });
@@ -342,10 +404,33 @@ describe('the tasks extension', () => {
     const completed = await stream.nextMessageWhere((message) => message.params?.status === 'completed');
     expect(completed.method).toBe('notifications/tasks');
     expect(completed.params._meta).toEqual({ 'io.modelcontextprotocol/subscriptionId': built.id });
-    expect(completed.params).toMatchObject({ taskId: created.taskId, result: { content: [{ type: 'text', text: 'Answer (given in the MCP client): streamed' }] } });
+    expect(completed.params).toMatchObject({ taskId: created.taskId, result: { content: expect.arrayContaining([{ type: 'text', text: 'Answer (given in the MCP client): streamed' }]) } });
     const { _meta: _ignored, ...task } = completed.params;
     expect(task).toEqual(await mcp.call('tasks/get', { taskId: created.taskId }).then(({ resultType: _r, _meta: _m, ...rest }) => rest));
     controller.abort();
+  });
+
+  it('sends, right after the acknowledgement, each named task that has ended or waits for input already', async () => {
+    const mcp = taskClient();
+    const ended = await mcp.call('tools/call', { name: 'delay', arguments: { seconds: 0 } });
+    const asking = await mcp.call('tools/call', { name: 'ask_human', arguments: { question: 'Asked before you listened?' } });
+    const working = await mcp.call('tools/call', { name: 'delay', arguments: { seconds: 3600 } });
+    await untilStatus(mcp, ended.taskId, 'completed');
+    await untilStatus(mcp, asking.taskId, 'input_required');
+    const built = mcp.build('subscriptions/listen', { notifications: { taskIds: [ended.taskId, asking.taskId, working.taskId] } });
+    const controller = new AbortController();
+    const stream = new SseReader(await mcp.post(built.body, built.headers, controller.signal));
+    expect((await stream.nextMessage())!.method).toBe('notifications/subscriptions/acknowledged');
+    const first = [await stream.nextMessage(), await stream.nextMessage()];
+    expect(first.map((message) => message!.method)).toEqual(['notifications/tasks', 'notifications/tasks']);
+    const byTask = Object.fromEntries(first.map((message) => [message!.params.taskId, message!.params]));
+    expect(byTask[ended.taskId]).toMatchObject({ status: 'completed', result: { content: [{ type: 'text', text: 'Waited 0 s.' }] } });
+    expect(byTask[asking.taskId]).toMatchObject({ status: 'input_required', inputRequests: { answer: { method: 'elicitation/create' } } });
+    // The working task is told of when it changes, not before.
+    await mcp.call('tasks/cancel', { taskId: working.taskId });
+    expect((await stream.nextMessage())!.params).toMatchObject({ taskId: working.taskId, status: 'cancelled' });
+    controller.abort();
+    await mcp.call('tasks/cancel', { taskId: asking.taskId });
   });
 });
 
@@ -366,7 +451,7 @@ describe('multi round-trip calls (no extension)', () => {
       requestState: first.requestState,
       inputResponses: { answer: { action: 'accept', content: { answer: 'tea' } } },
     });
-    expect(done).toMatchObject({ resultType: 'complete', content: [{ type: 'text', text: 'Answer (given in the MCP client): tea' }] });
+    expect(done).toMatchObject({ resultType: 'complete', content: expect.arrayContaining([{ type: 'text', text: 'Answer (given in the MCP client): tea' }]) });
     expect(tasksOfTool('ask_human').length).toBe(before + 1);
     expect(taskRow(taskId)!.status).toBe('completed');
   });
@@ -385,7 +470,7 @@ describe('multi round-trip calls (no extension)', () => {
       requestState: first.requestState,
       inputResponses: { summary: { role: 'assistant', content: { type: 'text', text: 'Tasks outlive requests.' }, model: 'test-model' } },
     });
-    expect(done).toMatchObject({ content: [{ type: 'text', text: 'Tasks outlive requests.' }], structuredContent: { summary: 'Tasks outlive requests.', model: 'test-model' } });
+    expect(done).toMatchObject({ content: expect.arrayContaining([{ type: 'text', text: 'Tasks outlive requests.' }]), structuredContent: { summary: 'Tasks outlive requests.', model: 'test-model' } });
   });
 
   it('carries a survey over as many rounds as its questions need, still one task', async () => {
@@ -416,7 +501,7 @@ describe('multi round-trip calls (no extension)', () => {
     const [taskId] = tasksOfTool('ask_human').slice(-1);
     await answerInDashboard(taskId, 'from the browser');
     const done = await mcp.call('tools/call', { name: 'ask_human', arguments: { question: 'Answer me in the browser?' }, requestState: first.requestState });
-    expect(done.content).toEqual([{ type: 'text', text: 'Answer (given in the dashboard): from the browser' }]);
+    expect(done.content[0]).toEqual({ type: 'text', text: 'Answer (given in the dashboard): from the browser' });
   });
 
   it('refuses a tampered, foreign, mismatched or expired requestState, and answers nothing with it', async () => {
@@ -467,7 +552,7 @@ describe('multi round-trip calls (no extension)', () => {
       expect(done).not.toHaveProperty('inputRequests');
       done = await mcp.call('tools/call', { ...args, requestState: done.requestState });
     }
-    expect(done.content).toEqual([{ type: 'text', text: 'Answer (given in the MCP client): yes' }]);
+    expect(done.content[0]).toEqual({ type: 'text', text: 'Answer (given in the MCP client): yes' });
     expect(tasksOfTool('ask_human').slice(-1)).toEqual([taskId]);
   });
 
@@ -533,7 +618,7 @@ describe('the SDK 2.x client, choosing its era', () => {
     try {
       expect(client.getNegotiatedProtocolVersion()).toBe(modernVersion);
       const result: any = await client.callTool({ name: 'ask_human', arguments: { question: 'Which era?' } });
-      expect(result.content).toEqual([{ type: 'text', text: 'Answer (given in the MCP client): from the SDK' }]);
+      expect(result.content[0]).toEqual({ type: 'text', text: 'Answer (given in the MCP client): from the SDK' });
       expect(asked).toHaveLength(1);
       const [taskId] = tasksOfTool('ask_human').slice(-1);
       expect(taskRow(taskId)).toMatchObject({ client_name: 'sdk2-modern', protocol_version: modernVersion, status: 'completed' });
@@ -551,7 +636,7 @@ describe('the SDK 2.x client, choosing its era', () => {
       const [taskId] = tasksOfTool('ask_human').slice(-1);
       await answerInDashboard(taskId, 'from the dashboard');
       const result: any = await call;
-      expect(result.content).toEqual([{ type: 'text', text: 'Answer (given in the dashboard): from the dashboard' }]);
+      expect(result.content[0]).toEqual({ type: 'text', text: 'Answer (given in the dashboard): from the dashboard' });
       expect(tasksOfTool('ask_human').length).toBe(before + 1);
     } finally {
       await close();

@@ -39,6 +39,12 @@ export type JsonRpcNotification = z.infer<typeof jsonRpcNotificationSchema>;
 export type JsonRpcResponse = z.infer<typeof jsonRpcResponseSchema>;
 export type RequestId = z.infer<typeof requestId>;
 
+/** The id of a value that is a JSON-RPC request; null for anything else (a batch, a notification, a response). */
+export function requestIdOf(value: unknown): RequestId | null {
+  const parsed = jsonRpcRequestSchema.safeParse(value);
+  return parsed.success ? parsed.data.id : null;
+}
+
 export type IncomingMessage =
   | { kind: 'request'; message: JsonRpcRequest }
   | { kind: 'notification'; message: JsonRpcNotification }
@@ -129,5 +135,16 @@ export const callToolParamsSchema = z.object({
 export const taskIdParamsSchema = z.object({ taskId: z.string() });
 
 export const listParamsSchema = z.object({ cursor: z.string().optional() });
+
+/**
+ * Checks the params of a list that is always one page (tools/list): no cursor was ever issued for it,
+ * so a cursor is refused with -32602 rather than silently read as the first page.
+ */
+export function requireNoCursor(rawParams: unknown, method: string): void {
+  const { cursor } = parseParams(listParamsSchema, rawParams);
+  if (cursor !== undefined) {
+    throw new RpcError(ErrorCode.InvalidParams, `Invalid params: cursor is not one this server issued; ${method} has a single page, so call it without a cursor`);
+  }
+}
 
 export const setLevelParamsSchema = z.object({ level: z.enum(logLevels) });

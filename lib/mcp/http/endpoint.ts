@@ -3,7 +3,7 @@ import { verifyBearer } from '@/lib/auth/tokens';
 import { storageTroubleIn } from '@/lib/storage/trouble';
 import type { TaskEngine } from '@/lib/tasks/engine';
 import { ErrorCode, HttpError, isHttpError, isRpcError, storageRefusal } from '../core/errors';
-import { maxJsonDepth, nestsDeeperThan } from '../core/schema';
+import { maxJsonDepth, nestsDeeperThan, requestIdOf, type RequestId } from '../core/schema';
 import { handleLegacy } from '../legacy/handler';
 import type { SessionStreams } from '../legacy/session-streams';
 import { handleModern, speaksModern } from '../modern/handler';
@@ -50,23 +50,28 @@ function originCheckOf(ctx: McpContext): (origin: string) => boolean {
  * request on the way (caller, message, session) it notes in `facts`.
  */
 export async function handleMcp(request: McpHttpRequest, ctx: McpContext, facts: RequestFacts = {}): Promise<McpReply> {
+  // Once the body is read, every refusal (a rate limit included) answers the request by its id.
+  let id: RequestId | null = null;
   try {
     requireAllowedOrigin(request, originCheckOf(ctx));
     const caller = await authenticate(request.header('authorization'), ctx.appUrl);
     facts.caller = caller;
     const posted = request.method === 'POST' ? await readMessage(request, ctx.maxBodyBytes) : undefined;
-    if (posted?.ok) facts.message = summarizeMessage(posted.value);
+    if (posted?.ok) {
+      facts.message = summarizeMessage(posted.value);
+      id = requestIdOf(posted.value);
+    }
     await getRateLimits().admit(caller, facts.message);
     if (posted && !posted.ok) return posted.reply;
     if (speaksModern(request, posted?.value)) return await handleModern(request, posted?.value, ctx, caller, facts);
     return await handleLegacy(request, posted?.value, ctx, caller, facts);
   } catch (error) {
-    if (isHttpError(error)) return httpErrorReply(error);
-    if (isRpcError(error)) return jsonReply(rpcErrorBody(null, error.toJson()), 400);
+    if (isHttpError(error)) return httpErrorReply(error, id);
+    if (isRpcError(error)) return jsonReply(rpcErrorBody(id, error.toJson()), 400);
     const trouble = storageTroubleIn(error);
-    if (trouble) return httpErrorReply(storageRefusal(trouble));
+    if (trouble) return httpErrorReply(storageRefusal(trouble), id);
     console.error('MCP endpoint: unexpected error', error);
-    return jsonReply(rpcErrorBody(null, { code: ErrorCode.InternalError, message: 'Internal error' }), 500);
+    return jsonReply(rpcErrorBody(id, { code: ErrorCode.InternalError, message: 'Internal error' }), 500);
   }
 }
 

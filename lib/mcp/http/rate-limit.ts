@@ -4,8 +4,12 @@ import { getEnv } from '@/lib/env';
 import { HttpError } from '../core/errors';
 import type { MessageSummary, RequestCaller } from './request-facts';
 
-/** JSON-RPC server error code of a refusal for too many requests; HTTP says 429. */
-export const rateLimitedCode = -32029;
+/**
+ * JSON-RPC error code of a refusal for too many requests (HTTP says 429). Outside JSON-RPC's reserved
+ * -32768…-32000: 2026-07-28 keeps -32020…-32099 for codes the specification defines, and asks new
+ * codes of an implementation to be allocated outside the reserved range; the same code serves both eras.
+ */
+export const rateLimitedCode = -31429;
 
 /** Requests per minute; 0 switches a limit off. */
 export interface RateLimits {

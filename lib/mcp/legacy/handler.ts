@@ -3,6 +3,7 @@ import type { StorageTrouble } from '@/db/errors';
 import { storageTroubleIn } from '@/lib/storage/trouble';
 import { ErrorCode, HttpError, isHttpError, isRpcError, storageRefusal } from '../core/errors';
 import { classifyMessage, initializeParamsSchema, latestProtocolVersion, parseParams, supportedProtocolVersions, tasksProtocolVersion, type JsonRpcRequest } from '../core/schema';
+import { serverInfoOf } from '../core/server-info';
 import { answersWithStream, countMcpStream, createSessionWithinCap, takeMcpStreamPlace, type StreamPlace } from '../http/caps';
 import type { Caller, McpContext } from '../http/endpoint';
 import type { McpHttpRequest, McpReply } from '../http/exchange';
@@ -104,7 +105,7 @@ export async function initialize(message: JsonRpcRequest, ctx: McpContext, userI
       result: {
         protocolVersion,
         capabilities: serverCapabilities(protocolVersion),
-        serverInfo: { name: 'mcp-task-server', title: 'MCP Task Server', version: ctx.serverVersion },
+        serverInfo: serverInfoOf(ctx.serverVersion, ctx.appUrl),
         instructions: instructionsFor(protocolVersion),
       },
     },

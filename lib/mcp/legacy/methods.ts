@@ -11,6 +11,7 @@ import {
   callToolParamsSchema,
   listParamsSchema,
   parseParams,
+  requireNoCursor,
   setLevelParamsSchema,
   taskIdParamsSchema,
   tasksProtocolVersion,
@@ -237,7 +238,10 @@ const methods: Record<string, { handler: MethodHandler; needsTasks?: boolean }> 
   ping: { handler: async () => ({}) },
 
   'tools/list': {
-    handler: async (_params, ctx) => ({ tools: visibleTools(ctx.session).map((tool) => describeTool(tool, hasTasks(ctx.session))) }),
+    handler: async (rawParams, ctx) => {
+      requireNoCursor(rawParams, 'tools/list');
+      return { tools: visibleTools(ctx.session).map((tool) => describeTool(tool, hasTasks(ctx.session))) };
+    },
   },
 
   'tools/call': { handler: callTool },

@@ -17,6 +17,11 @@ export interface ModernCall extends StreamOutlet {
   roundWaitMs: number;
   /** Turns the response into an SSE stream now, for a wait whose progress the client asked to see. */
   openStream(): void;
+  /**
+   * Counts this request against MCP_MAX_STREAMS_PER_USER until its response ends, for a request about to
+   * wait (a long poll holds a connection as a stream does); throws the 429 refusal at the cap.
+   */
+  holdStreamPlace(): Promise<void>;
 }
 
 export type ModernMethod = (params: unknown, call: ModernCall) => Promise<Record<string, unknown>>;

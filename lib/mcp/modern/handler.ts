@@ -1,7 +1,8 @@
 import { storageTroubleIn } from '@/lib/storage/trouble';
 import { ErrorCode, HttpError, isHttpError, isRpcError, RpcError, storageRefusal, type JsonRpcErrorObject } from '../core/errors';
 import { classifyMessage, supportedProtocolVersions as legacyProtocolVersions, type JsonRpcRequest } from '../core/schema';
-import { countMcpStream, takeMcpStreamPlace } from '../http/caps';
+import { serverInfoOf } from '../core/server-info';
+import { countMcpStream, takeMcpStreamPlace, type StreamPlace } from '../http/caps';
 import type { Caller, McpContext } from '../http/endpoint';
 import type { McpHttpRequest, McpReply } from '../http/exchange';
 import { inFlight, shuttingDown } from '../http/in-flight';
@@ -35,17 +36,18 @@ const methods: Record<string, ModernMethod> = {
 };
 
 /**
- * Whether a request speaks the modern era: no Mcp-Session-Id, and either a protocol version in its
- * `_meta` or an MCP-Protocol-Version header that names no legacy version (a version no one speaks is
- * refused the modern way, listing every version this server speaks). A legacy client's `initialize`
- * carries neither; a modern request for `initialize` finds no such method.
+ * Whether a request speaks the modern era: a protocol version in its `_meta` (served statelessly even
+ * with a stray Mcp-Session-Id, as the revision's versioning says), or else no Mcp-Session-Id and an
+ * MCP-Protocol-Version header that names no legacy version (a version no one speaks is refused the
+ * modern way, listing every version this server speaks). A legacy client's `initialize` carries
+ * neither; a modern request for `initialize` finds no such method.
  */
 export function speaksModern(request: McpHttpRequest, posted: unknown): boolean {
-  if (request.header('mcp-session-id') !== null) return false;
   const message = typeof posted === 'object' && posted !== null && !Array.isArray(posted) ? (posted as Record<string, unknown>) : undefined;
+  if (requestMetaOf(message?.params)?.[metaKey.protocolVersion] !== undefined) return true;
+  if (request.header('mcp-session-id') !== null) return false;
   const version = request.header('mcp-protocol-version');
-  if (version !== null && !(legacyProtocolVersions as readonly string[]).includes(version)) return true;
-  return requestMetaOf(message?.params)?.[metaKey.protocolVersion] !== undefined;
+  return version !== null && !(legacyProtocolVersions as readonly string[]).includes(version);
 }
 
 export async function handleModern(request: McpHttpRequest, posted: unknown, ctx: McpContext, caller: Caller, facts: RequestFacts): Promise<McpReply> {
@@ -88,7 +90,7 @@ function finished(result: Record<string, unknown>, ctx: McpContext): Record<stri
   return {
     ...result,
     resultType: result.resultType ?? 'complete',
-    _meta: { ...meta, [metaKey.serverInfo]: { name: 'mcp-task-server', title: 'MCP Task Server', version: ctx.serverVersion } },
+    _meta: { ...meta, [metaKey.serverInfo]: serverInfoOf(ctx.serverVersion, ctx.appUrl) },
   };
 }
 
@@ -113,7 +115,7 @@ function modernCall(
   caller: Caller,
   client: ModernClient,
   signal: AbortSignal,
-  outlet: Pick<ModernCall, 'send' | 'isStreamRead' | 'openStream'>,
+  outlet: Pick<ModernCall, 'send' | 'isStreamRead' | 'openStream' | 'holdStreamPlace'>,
 ): ModernCall {
   return {
     engine: ctx.engine,
@@ -152,12 +154,15 @@ function track(request: McpHttpRequest): { controller: AbortController; done(): 
 async function respond(method: ModernMethod, message: JsonRpcRequest, request: McpHttpRequest, ctx: McpContext, caller: Caller, client: ModernClient): Promise<McpReply> {
   const { controller, done } = track(request);
   let stream: SseStream | undefined;
+  let place: StreamPlace | undefined;
   let markStreamed = () => {};
   const streamed = new Promise<'streamed'>((resolve) => (markStreamed = () => resolve('streamed')));
   const openStream = () => {
     if (stream) return;
     stream = new SseStream(ctx.heartbeatMs);
-    countMcpStream(caller.userId, null, stream);
+    // A stream no one could foresee (a quick tool's progress) is counted all the same, past the cap if need be.
+    if (place) place.holdUntilEnd(stream);
+    else countMcpStream(caller.userId, null, stream);
     closeWhenTokenRevoked(stream, caller.tokenId);
     stream.signal.addEventListener('abort', () => controller.abort(new DOMException('The client closed the stream', 'AbortError')), { once: true });
     markStreamed();
@@ -169,6 +174,10 @@ async function respond(method: ModernMethod, message: JsonRpcRequest, request: M
     },
     isStreamRead: () => stream !== undefined && !stream.closed,
     openStream,
+    holdStreamPlace: async () => {
+      if (stream || place) return;
+      place = await takeMcpStreamPlace(caller.userId, null);
+    },
   });
   const reply = (async () => {
     try {
@@ -178,6 +187,8 @@ async function respond(method: ModernMethod, message: JsonRpcRequest, request: M
       return { status: failed.status, headers: failed.headers, body: rpcErrorBody(message.id, failed.error) as Record<string, unknown> };
     } finally {
       done();
+      // Answered as JSON: the place is given back now (a stream gives it back when it ends).
+      if (!stream) place?.release();
     }
   })();
   const first = await Promise.race([reply, streamed]);
@@ -217,6 +228,8 @@ async function openSubscription(message: JsonRpcRequest, ctx: McpContext, caller
     send: (outgoing) => stream.send(outgoing),
     isStreamRead: () => !stream.closed,
     openStream: () => {},
+    // The subscription's stream holds its place already.
+    holdStreamPlace: async () => {},
   });
   let release = () => {};
   const end = () => {

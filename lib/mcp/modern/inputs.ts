@@ -11,8 +11,9 @@ export const inputResponsesSchema = z.record(z.string().max(256), z.record(z.str
  * Answers a task's open questions from a client's InputResponses (a tasks/update, or the retry of a
  * plain call). A key that names no open question (never asked, answered already, in the dashboard or
  * by another copy, or withdrawn) is ignored; an answer may cover some questions and leave others open.
- * The first answer wins, exactly as between the dashboard and a legacy client. An answer that does not
- * fit its question is refused with -32602 naming the key; the others are taken.
+ * The first answer wins, exactly as between the dashboard and a legacy client. The answers are taken
+ * all or none: one that does not fit its question is refused with -32602 naming its key (each misfit
+ * is named, in `data.fieldErrors` too), and then none of the others is taken either.
  */
 export async function answerInputResponses(
   engine: TaskEngine,
@@ -24,16 +25,17 @@ export async function answerInputResponses(
   const keys = Object.keys(responses);
   if (keys.length === 0) return;
   const open = new Map((await engine.inputs.listForTask(taskId)).filter((input) => input.status === 'pending').map((input) => [input.key, input]));
-  const refused: string[] = [];
-  let fieldErrors: Record<string, Record<string, string> | undefined> = {};
-  for (const key of keys) {
+  const answers = keys.flatMap((key) => {
     const input = open.get(key);
-    if (!input) continue;
-    const outcome = await engine.inputs.answer(input.id, userId, responses[key], 'client', label);
-    if (!outcome.ok && outcome.reason === 'invalid') {
-      refused.push(`${key}: ${outcome.message}`);
-      fieldErrors = { ...fieldErrors, [key]: outcome.fieldErrors };
-    }
-  }
-  if (refused.length > 0) throw new RpcError(ErrorCode.InvalidParams, `Invalid params: inputResponses.${refused.join('; inputResponses.')}`, { fieldErrors });
+    return input ? [{ inputId: input.id, raw: responses[key] }] : [];
+  });
+  const outcome = await engine.inputs.answerAll(userId, answers, 'client', label);
+  if (outcome.ok) return;
+  const refused = outcome.misfits.map((misfit) => `${misfit.input.key}: ${misfit.message}`);
+  const fieldErrors = Object.fromEntries(outcome.misfits.map((misfit) => [misfit.input.key, misfit.fieldErrors]));
+  throw new RpcError(
+    ErrorCode.InvalidParams,
+    `Invalid params: inputResponses.${refused.join('; inputResponses.')}; no answer of this request was taken, send them again once they fit`,
+    { fieldErrors },
+  );
 }

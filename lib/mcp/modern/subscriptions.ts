@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { topics } from '@/lib/tasks/bus';
 import { isTaskError } from '@/lib/tasks/engine';
+import { isTerminal, type TaskStatus } from '@/lib/tasks/states';
 import { parseParams } from '../core/schema';
 import type { SseStream } from '../http/sse';
 import type { ModernCall } from './call';
@@ -39,7 +40,10 @@ export function readListenFilter(rawParams: unknown, call: Pick<ModernCall, 'cli
 
 /**
  * Acknowledges on the stream, then sends each change of the subscribed tasks as the DetailedTask that
- * tasks/get would return at that moment. Resolves with the release of the subscription.
+ * tasks/get would return at that moment. A task that has already ended, or waits for input, when the
+ * subscription opens is sent at once after the acknowledgement: a client that waits for notifications
+ * must not wait forever for a change that happened before it listened. Resolves with the release of
+ * the subscription.
  */
 export async function listen(stream: SseStream, filter: { taskIds: string[] }, call: ModernCall): Promise<() => void> {
   const subscriptionMeta = { [metaKey.subscriptionId]: call.requestId };
@@ -62,13 +66,12 @@ export async function listen(stream: SseStream, filter: { taskIds: string[] }, c
     // One read at a time per task, in order: each notification is the task as it is when sent.
     let queue = Promise.resolve();
     let lastSent = '';
-    return call.engine.bus.subscribe(topics.task(taskId), (event) => {
-      if (event.type === 'task-progress' || event.type === 'task-log' || event.type === 'task-stream-close') return;
-      if (event.type === 'task-changed' && !event.transition) return;
+    const sendTask = (onlyIf?: (status: TaskStatus) => boolean) => {
       queue = queue
         .then(async () => {
           if (stream.closed) return;
           const task = await detailedTaskFor(call, taskId, call.userId);
+          if (onlyIf && !onlyIf(task.status as TaskStatus)) return;
           const text = JSON.stringify(task);
           if (text === lastSent) return;
           lastSent = text;
@@ -77,7 +80,15 @@ export async function listen(stream: SseStream, filter: { taskIds: string[] }, c
         .catch((error: unknown) => {
           if (!isTaskError(error)) console.error(`A notifications/tasks for task ${taskId} was lost`, error);
         });
+    };
+    // Subscribed before the first read, so that no change falls between the two.
+    const unsubscribe = call.engine.bus.subscribe(topics.task(taskId), (event) => {
+      if (event.type === 'task-progress' || event.type === 'task-log' || event.type === 'task-stream-close') return;
+      if (event.type === 'task-changed' && !event.transition) return;
+      sendTask();
     });
+    sendTask((status) => status === 'input_required' || isTerminal(status));
+    return unsubscribe;
   });
   return () => unsubscribes.forEach((unsubscribe) => unsubscribe());
 }

@@ -4,7 +4,7 @@ import { describeTool, logLevels, type LogLevel } from '@/lib/tools/define';
 import { topics } from '@/lib/tasks/bus';
 import type { TaskRow } from '@/lib/tasks/engine';
 import { ErrorCode, RpcError } from '../core/errors';
-import { parseParams } from '../core/schema';
+import { parseParams, requireNoCursor } from '../core/schema';
 import { taskErrorToRpc, taskResultPayload } from '../core/task-messages';
 import { createTaskOrRefuse, LogRelay, ProgressRelay, runToolNow } from '../core/tool-calls';
 import { shuttingDown } from '../http/in-flight';
@@ -26,11 +26,10 @@ import { inputRequestsFor, toModernTask } from './task-view';
 /** The catalogue is the same for every user and every client: a shared cache may keep it for this long. */
 export const toolsListTtlMs = 5 * 60 * 1000;
 
-export const listTools: ModernMethod = async () => ({
-  tools: tools.map((tool) => describeTool(tool, false)),
-  ttlMs: toolsListTtlMs,
-  cacheScope: 'public',
-});
+export const listTools: ModernMethod = async (rawParams) => {
+  requireNoCursor(rawParams, 'tools/list');
+  return { tools: tools.map((tool) => describeTool(tool, false)), ttlMs: toolsListTtlMs, cacheScope: 'public' };
+};
 
 const callParamsSchema = z.object({
   name: z.string().min(1),
@@ -75,6 +74,8 @@ export const callTool: ModernMethod = async (rawParams, call) => {
   }
   if (stateTaskId === undefined && !handOut && tool.taskSupport === 'required') throw tasksExtensionRequired(`Tool ${tool.name}`);
 
+  // From here the request waits for its task: it holds a stream's place, or is refused before any task starts.
+  await call.holdStreamPlace();
   let taskId: string;
   if (stateTaskId !== undefined) {
     try {

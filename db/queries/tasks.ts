@@ -75,8 +75,9 @@ export const insertTaskWithinLimits = defineQuery(
     // Instances sharing PostgreSQL each insert: there the count is read every time, under the lock.
     let stored = q.dialect === 'sqlite' ? storedCounts.peek(row.userId) : undefined;
     if (stored === undefined) {
+      const stamp = storedCounts.stamp();
       stored = (yield* first(storedByUserUpTo(q), { userId: row.userId, atMost: limits.maxStored }))?.n ?? 0;
-      storedCounts.set(row.userId, stored);
+      storedCounts.set(row.userId, stored, stamp);
     }
     if (stored >= limits.maxStored) return { refused: 'stored', count: stored };
     const [task] = yield* rows(insertTaskRow(q), { ...row, progressToken: jsonOrNull(row.progressToken), callRequestId: jsonOrNull(row.callRequestId) });

@@ -13,11 +13,14 @@ import { subscribeNotifications } from './notify';
  *   the first read of the next one).
  * - PostgreSQL: a trigger on each cached table announces every changed or deleted row at commit
  *   (drizzle-pg/0001_row_change_notifications.sql); each instance drops that entry when the
- *   notification arrives, milliseconds later. While the listening connection is down, an entry may be
- *   at most `maxAgeMs` old; every cache is emptied when it comes back.
+ *   notification arrives, milliseconds later, and a read still on its way then is not kept (`stamp`).
+ *   While the listening connection is down, an entry may be at most `maxAgeMs` old; every cache is
+ *   emptied when it comes back.
  */
 export class RowCache<K, V> {
   private readonly entries = new Map<K, { value: V; storedAt: number }>();
+  /** How many times entries were dropped: a read that began before a drop may hold what it dropped. */
+  private drops = 0;
 
   constructor(
     private readonly maxEntries: number,
@@ -39,9 +42,21 @@ export class RowCache<K, V> {
     return hit.value;
   }
 
-  /** Keeps a row just read (undefined is not kept: a missing row may appear). */
-  set(key: K, value: V | undefined): void {
-    if (value === undefined) {
+  /**
+   * Taken before reading a row that `set` will keep. An invalidation can arrive while the read is on its
+   * way (another instance changed the row just after the read's snapshot): the stamp tells `set` that
+   * the row read may be the one that invalidation was about.
+   */
+  stamp(): number {
+    return this.drops;
+  }
+
+  /**
+   * Keeps a row read since `stamp` was taken, unless entries were dropped meanwhile (the next read goes
+   * to the database again). Undefined is not kept: a missing row may appear.
+   */
+  set(key: K, value: V | undefined, stamp: number): void {
+    if (value === undefined || stamp !== this.drops) {
       this.entries.delete(key);
       return;
     }
@@ -57,10 +72,12 @@ export class RowCache<K, V> {
   }
 
   delete(key: K): void {
+    this.drops += 1;
     this.entries.delete(key);
   }
 
   clear(): void {
+    this.drops += 1;
     this.entries.clear();
   }
 }

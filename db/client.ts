@@ -22,7 +22,8 @@ export type Dialect = 'sqlite' | 'pg';
 
 /** One open database: SQLite (one connection, synchronous) or a PostgreSQL pool. */
 export type Store =
-  | { dialect: 'sqlite'; db: Db; tables: Tables; sqlite: Database.Database; key: string }
+  /** `fileGone`: the file was deleted or moved and could not be put back; the connection only reads. */
+  | { dialect: 'sqlite'; db: Db; tables: Tables; sqlite: Database.Database; key: string; fileGone?: boolean }
   | { dialect: 'pg'; db: Db; tables: Tables; pool: pg.Pool; migrated: boolean; migrating: Promise<void> | null; key: string };
 
 /**

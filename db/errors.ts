@@ -65,6 +65,7 @@ function kindOf(error: unknown): StorageTroubleKind | undefined {
     const code = (current as { code?: unknown }).code;
     // By name: route bundles may each have their own copy of this module.
     if (current.name === 'StorageUnreadable') return (current as StorageUnreadable).kind;
+    if (current.name === 'DatabaseFileGone') return 'gone';
     if (typeof code === 'string') {
       if (unreachableCodes.has(code)) return 'unreachable';
       if (code === 'ENOSPC') return 'full';
@@ -93,6 +94,15 @@ export class StorageUnreadable extends Error {
   constructor(readonly kind: StorageTroubleKind) {
     super(`Storage trouble (${kind}) while reading the session`);
   }
+}
+
+/**
+ * A write refused because the SQLite file was deleted or moved and could not be put back: in WAL mode
+ * SQLite itself would take the write into the file it still has open, where it is lost when the
+ * process ends.
+ */
+export class DatabaseFileGone extends Error {
+  override name = 'DatabaseFileGone';
 }
 
 /** SQLite's write lock is held by another connection: worth waiting for, briefly. */

@@ -2,7 +2,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import type Database from 'better-sqlite3';
 import { getEnv } from '@/lib/env';
 import { getStore, postgresReady, type Db, type Dialect, type Store, type Tables } from './client';
-import { isSqliteBusy } from './errors';
+import { DatabaseFileGone, isSqliteBusy } from './errors';
 
 /**
  * Every query is written once, as a generator (a "program") that yields the statements it runs and
@@ -187,8 +187,14 @@ function runSqlite<R>(store: SqliteStore, make: (q: QueryContext) => Program<R>,
   }
   const context = q;
   const drive = () => driveSync(make(context));
-  // Nested (a query called while another's transaction is open) becomes a savepoint.
-  return transaction ? store.sqlite.transaction(drive)[transaction]() : drive();
+  try {
+    // Nested (a query called while another's transaction is open) becomes a savepoint.
+    return transaction ? store.sqlite.transaction(drive)[transaction]() : drive();
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    if (store.fileGone && typeof code === 'string' && code.startsWith('SQLITE_READONLY')) throw new DatabaseFileGone('the database file is gone', { cause: error });
+    throw error;
+  }
 }
 
 function driveSync<R>(program: Program<R>): R {

@@ -57,8 +57,9 @@ const sessionsById = rowCache<string, McpSession>('mcp-sessions-by-id', 10_000, 
 export const getMcpSessionById = defineQuery(function* (q, id: string): Program<McpSession | undefined> {
   const hit = sessionsById.peek(id);
   if (hit !== undefined) return hit;
+  const stamp = sessionsById.stamp();
   const session = yield* first(selectSessionById(q), { id });
-  sessionsById.set(id, session);
+  sessionsById.set(id, session, stamp);
   return session;
 });
 

@@ -75,8 +75,9 @@ export const insertTaskWithinLimits = defineQuery(
     // Instances sharing PostgreSQL each insert: there the count is read every time, under the lock.
     let stored = q.dialect === 'sqlite' ? storedCounts.peek(row.userId) : undefined;
     if (stored === undefined) {
+      const stamp = storedCounts.stamp();
       stored = (yield* first(storedByUserUpTo(q), { userId: row.userId, atMost: limits.maxStored }))?.n ?? 0;
-      storedCounts.set(row.userId, stored);
+      storedCounts.set(row.userId, stored, stamp);
     }
     if (stored >= limits.maxStored) return { refused: 'stored', count: stored };
     const [task] = yield* rows(insertTaskRow(q), { ...row, progressToken: jsonOrNull(row.progressToken), callRequestId: jsonOrNull(row.callRequestId) });
@@ -324,17 +325,25 @@ export const listTasksByStatus = defineQuery(function* (q, statuses: readonly Ta
   );
 });
 
-/** Deletes every task whose ttl has run out (their events go with them). */
-export const deleteExpiredTasks = defineQuery(function* (q, now: number): Program<Array<{ id: string; userId: string }>> {
-  const { tasks } = q.t;
-  const deleted = yield* rows(q.db.delete(tasks).where(lte(tasks.expiresAt, now)).returning());
-  for (const task of deleted) {
-    storedCounts.update(task.userId, (n) => n - 1);
-    // A task that ran out of time still working or waiting on a person ended without a word: say so.
-    if (task.status === 'working' || task.status === 'input_required') yield* notify(q, 'task.expired', task.userId, { task: eventTask(task) }, now);
-  }
-  return deleted.map(({ id, userId }) => ({ id, userId }));
-});
+/**
+ * Deletes every task whose ttl has run out (their events go with them), in one transaction with the
+ * `task.expired` events it writes: an event that cannot be written keeps its task for the next sweep,
+ * and on PostgreSQL the events' advisory lock holds until they commit, which keeps them in id order.
+ */
+export const deleteExpiredTasks = defineQuery(
+  function* (q, now: number): Program<Array<{ id: string; userId: string }>> {
+    const { tasks } = q.t;
+    const deleted = yield* rows(q.db.delete(tasks).where(lte(tasks.expiresAt, now)).returning());
+    for (const task of deleted) {
+      // A task that ran out of time still working or waiting on a person ended without a word: say so.
+      if (task.status === 'working' || task.status === 'input_required') yield* notify(q, 'task.expired', task.userId, { task: eventTask(task) }, now);
+    }
+    // After every write: a sweep whose event failed leaves the counts as they were.
+    for (const task of deleted) storedCounts.update(task.userId, (n) => n - 1);
+    return deleted.map(({ id, userId }) => ({ id, userId }));
+  },
+  { transaction: 'immediate' },
+);
 
 export const listTaskEventsByTaskId = defineQuery(function* (q, taskId: string): Program<TaskEventRow[]> {
   const { taskEvents } = q.t;

@@ -40,8 +40,9 @@ const tokensByHash = rowCache<string, TokenWithUser>('access-tokens-by-hash', 10
 export const getAccessTokenByHash = defineQuery(function* (q, tokenHash: string): Program<TokenWithUser | undefined> {
   const hit = tokensByHash.peek(tokenHash);
   if (hit !== undefined) return hit;
+  const stamp = tokensByHash.stamp();
   const row: TokenWithUser | undefined = yield* first(selectTokenByHash(q), { tokenHash });
-  tokensByHash.set(tokenHash, row);
+  tokensByHash.set(tokenHash, row, stamp);
   return row;
 });
 

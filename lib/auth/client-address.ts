@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import ipaddr from 'ipaddr.js';
 
 /**
  * The address a request came from, as the throttles see it: the right-most X-Forwarded-For entry, which
@@ -23,4 +24,10 @@ export function normaliseForwardedFor(request: IncomingMessage, trustProxy: bool
   const socketAddress = request.socket.remoteAddress;
   if (socketAddress) request.headers['x-forwarded-for'] = socketAddress;
   else delete request.headers['x-forwarded-for'];
+}
+
+/** Whether an address (as `clientAddress` gives it) is this machine's own. */
+export function isLoopbackAddress(address: string): boolean {
+  if (!ipaddr.isValid(address)) return false;
+  return ipaddr.process(address).range() === 'loopback';
 }

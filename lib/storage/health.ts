@@ -25,7 +25,11 @@ export interface StorageReport {
  * nothing: a probe writes nothing, so a full disk takes it and still refuses a task.
  */
 const troubleMemoryMs = 10_000;
-/** Reports are reused for this long: load balancers poll often, and every page shows the banner. */
+/**
+ * A report that finds nothing wrong is reused for this long: load balancers poll often, and every page
+ * shows the banner. One that finds trouble is not reused: the trouble may have ended a moment later,
+ * and a page rendered from the database must not say the database cannot be reached.
+ */
 const reportCacheMs = 1_000;
 
 /** Free bytes for this user on the disk holding `folder` (statfs), or undefined where it cannot be read. */
@@ -51,12 +55,12 @@ class StorageHealth {
     if (kind === 'full' || kind === 'io') this.lastTrouble = { kind, at: Date.now() };
   }
 
-  /** The report, checked at most once a second. */
+  /** The report: checked at most once a second while storage is well, and on every ask while it is not. */
   report(): Promise<StorageReport> {
     if (this.cached && Date.now() - this.cached.at < reportCacheMs) return Promise.resolve(this.cached.report);
     this.checking ??= this.check()
       .then((report) => {
-        this.cached = { report, at: Date.now() };
+        this.cached = report.writable ? { report, at: Date.now() } : undefined;
         return report;
       })
       .finally(() => {

@@ -21,7 +21,15 @@ async function restore(): Promise<boolean> {
   const store = getStore();
   if (store.dialect !== 'sqlite' || store.key === ':memory:') return false;
   const file = path.resolve(getEnv().DATABASE_PATH);
-  if (fs.existsSync(file)) return false;
+  if (fs.existsSync(file)) {
+    // Put back by hand while writes were refused: the server goes on with the file where it belongs.
+    if (store.fileGone) {
+      await closeStore();
+      getStore();
+      console.error(`Storage: the database file ${file} is back; writes go on.`);
+    }
+    return false;
+  }
   console.error(`Storage: the database file ${file} is gone (deleted or moved); restoring it from the open connection.`);
   try {
     fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
@@ -35,6 +43,9 @@ async function restore(): Promise<boolean> {
     console.error(`Storage: the database file ${file} was restored; writes go on.`);
     return true;
   } catch (error) {
+    // Writes would go on into the file the connection still has open, and be lost when the process ends.
+    if (!store.fileGone) store.sqlite.pragma('query_only = ON');
+    store.fileGone = true;
     console.error(`Storage: the database file ${file} could not be restored (${(error as Error).message}); writes are refused until it is.`);
     return false;
   }

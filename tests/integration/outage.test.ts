@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RawMcp, sleep } from '../helpers/mcp';
-import { queryRows, startEmbeddedServer, type EmbeddedServer } from '../helpers/postgres';
+import { queryRows, startEmbeddedServer, startPostgresRelay, type EmbeddedServer, type PostgresRelay } from '../helpers/postgres';
 import { callServerAction, setPassword, signIn } from '../helpers/dashboard';
 import { createToken, startServer, type TestServer } from '../helpers/server';
 
@@ -22,6 +22,12 @@ function tokenForm(name: string): FormData {
 let postgres: EmbeddedServer;
 let server: TestServer;
 let token: string;
+/**
+ * A second instance on the same database, reaching it through a relay that a test cuts and restores at
+ * once.
+ */
+let relay: PostgresRelay;
+let relayed: TestServer;
 
 beforeAll(async () => {
   postgres = await startEmbeddedServer();
@@ -30,10 +36,14 @@ beforeAll(async () => {
   url.pathname = '/outage';
   server = await startServer({ DATABASE_URL: url.toString(), TASK_POLL_INTERVAL_MS: '200' });
   token = createToken(server, 'ada@example.com');
+  relay = await startPostgresRelay(url.toString());
+  relayed = await startServer({ DATABASE_URL: relay.url(url.toString()) });
 }, 120_000);
 
 afterAll(async () => {
   await server?.stop();
+  await relayed?.stop();
+  await relay?.close();
   await postgres?.stop();
 });
 
@@ -81,5 +91,49 @@ describe('PostgreSQL stopped and started again', () => {
     // The call refused while the database was down made no task.
     const { tasks } = await mcp.call('tasks/list');
     expect(tasks.map((task: any) => task.taskId).sort()).toEqual([done.taskId, running.taskId].sort());
+  });
+
+  it('keeps the outcome of a tool that ends while PostgreSQL is down, and writes it once when PostgreSQL is back', async () => {
+    const mcp = new RawMcp(server.mcpUrl, token);
+    await mcp.initialize();
+    const running = await mcp.startDelayTask(2);
+    await postgres.pause();
+    try {
+      // The tool ends meanwhile: its outcome cannot be written, and is kept to be written.
+      await expect.poll(() => server.output(), { timeout: 20_000 }).toContain(`Storage: could not save the outcome of task ${running.taskId} (unreachable)`);
+    } finally {
+      await postgres.resume();
+    }
+    await expect.poll(() => server.output(), { timeout: 30_000 }).toContain(`Storage: the outcome of task ${running.taskId} was saved after all.`);
+    const result = await mcp.call('tasks/result', { taskId: running.taskId });
+    expect(result.content).toEqual([{ type: 'text', text: 'Waited 2 s.' }]);
+    expect((await mcp.call('tasks/get', { taskId: running.taskId })).status).toBe('completed');
+    // A connection of its own: the one server.db() keeps did not outlive the stop.
+    const events = await queryRows<{ to_status: string }>(server.env.DATABASE_URL, 'SELECT to_status FROM task_events WHERE task_id = $1 ORDER BY id', [running.taskId]);
+    expect(events.map((event) => event.to_status)).toEqual(['working', 'completed']);
+  });
+
+  it('a page the database has just served does not say the database cannot be reached', async () => {
+    createToken(server, 'cy@example.com');
+    expect(setPassword(server, 'cy@example.com', password).status).toBe(0);
+    const { sessionCookie } = await signIn(relayed, 'cy@example.com', password);
+    const inbox = () => fetch(`${relayed.url}/inbox`, { headers: { Cookie: sessionCookie! } });
+    expect(await (await inbox()).text()).not.toContain('The database cannot be reached');
+
+    await relay.cut();
+    // The page cannot be read: the refusal makes /healthz look again at once.
+    expect(await (await inbox()).text()).not.toContain('>Inbox</h1>');
+    const health = await fetch(`${relayed.url}/healthz`);
+    expect(health.status).toBe(503);
+    expect((await health.json()).storage.trouble).toBe('unreachable');
+    await relay.restore();
+
+    // Asked at once: the page is read from the database, so it cannot say the database is out of reach.
+    const page = await inbox();
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toContain('>Inbox</h1>');
+    expect(html).not.toContain('The database cannot be reached');
+    expect((await fetch(`${relayed.url}/healthz`)).status).toBe(200);
   });
 });

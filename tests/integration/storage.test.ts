@@ -16,8 +16,8 @@ async function client(server: TestServer, email: string): Promise<RawMcp> {
   return mcp;
 }
 
-async function health(server: TestServer): Promise<{ status: number; body: any }> {
-  const response = await fetch(`${server.url}/healthz`);
+async function health(server: TestServer, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
+  const response = await fetch(`${server.url}/healthz`, { headers });
   return { status: response.status, body: await response.json() };
 }
 
@@ -37,7 +37,8 @@ const delayTask = (seconds: number) => ({ name: 'delay', arguments: { seconds },
 if (testDatabase === 'sqlite') describe('another process holds SQLite’s write lock', () => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startServer({ DATABASE_BUSY_TIMEOUT_MS: '2000' });
+    // Behind a proxy, so that a test can call from an address that is not this machine's.
+    server = await startServer({ DATABASE_BUSY_TIMEOUT_MS: '2000', TRUST_PROXY: 'true' });
   });
   afterAll(async () => {
     await server?.stop();
@@ -78,13 +79,30 @@ if (testDatabase === 'sqlite') describe('another process holds SQLite’s write 
     }
   });
 
+  it('/healthz tells the free space only to a caller on this machine; anyone else learns whether it is low', async () => {
+    const here = await health(server);
+    expect(here.status).toBe(200);
+    expect(here.body.storage.freeMiB).toEqual(expect.any(Number));
+    const elsewhere = await health(server, { 'X-Forwarded-For': '203.0.113.7' });
+    expect(elsewhere.status).toBe(200);
+    expect(elsewhere.body).toMatchObject({ status: 'ok', storage: { writable: true, database: 'sqlite', lowSpace: here.body.storage.lowSpace } });
+    expect(elsewhere.body.storage).not.toHaveProperty('freeMiB');
+  });
+
   it('a database file deleted with its folder is put back from the open connection, with every task', async () => {
     const mcp = await client(server, 'gone@example.com');
     const kept = (await mcp.call('tools/call', delayTask(0))).task;
     fs.rmSync(server.dataDir, { recursive: true, force: true });
-    // Until it is back, writes are refused saying so; afterwards they work again.
-    const attempt = await mcp.request('tools/call', delayTask(0));
-    if (attempt.status !== 200) expectRefusal(attempt, 'gone', /database file is gone/);
+    // A file where the folder was: the server cannot put the database back until it is removed.
+    fs.writeFileSync(server.dataDir, '');
+    await expect.poll(() => server.output(), { timeout: 15_000 }).toMatch(/could not be restored .*; writes are refused until it is/);
+    // Until it is back, writes are refused saying so (not taken into the file the server still has
+    // open, which would lose them when it stops), reads go on, and /healthz says why.
+    expectRefusal(await mcp.request('tools/call', delayTask(0)), 'gone', /database file is gone \(moved, or its folder removed\); the change was not made/);
+    expect((await mcp.call('tasks/get', { taskId: kept.taskId })).taskId).toBe(kept.taskId);
+    expect(await health(server)).toMatchObject({ status: 503, body: { status: 'degraded', storage: { writable: false, trouble: 'gone' } } });
+    fs.rmSync(server.dataDir);
+    // Afterwards they work again.
     await expect.poll(() => fs.existsSync(server.dbPath), { timeout: 15_000 }).toBe(true);
     await expect.poll(async () => (await health(server)).status, { timeout: 10_000 }).toBe(200);
     const after = (await mcp.call('tools/call', delayTask(0))).task;

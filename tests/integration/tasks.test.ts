@@ -1,7 +1,7 @@
 import { CallToolResultSchema, TaskStatusNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectSdkClient, RawMcp, sleep, SseReader } from '../helpers/mcp';
-import { createToken, startServer, type TestServer } from '../helpers/server';
+import { createToken, runScript, startServer, testDatabase, type TestServer } from '../helpers/server';
 
 let server: TestServer;
 let token: string;
@@ -493,6 +493,41 @@ describe('the TTL sweeper', () => {
     await expect.poll(() => count('tasks', 'id')).toBe(0);
     expect(count('task_events', 'task_id')).toBe(0);
     expect(count('task_inputs', 'task_id')).toBe(0);
+  });
+
+  it('deletes an expired task only together with its task.expired event: one that cannot be written keeps the task for the next sweep', async () => {
+    const email = 'fay@example.com';
+    const mcp = new RawMcp(sweeping.mcpUrl, createToken(sweeping, email));
+    await mcp.initialize();
+    // Someone to tell, so that the expiry of a running task writes an event; nothing is delivered to it.
+    const added = runScript(sweeping, 'webhook', ['add', '--url', 'https://hooks.example.com/expired', '--email', email, '--event', 'task.expired']);
+    expect(added.status).toBe(0);
+    const db = sweeping.db();
+    // The database refuses the event, as a full disk or a lost connection would at that moment.
+    if (testDatabase === 'postgres') {
+      db.prepare(
+        "CREATE FUNCTION refuse_expired_event() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.type = 'task.expired' THEN RAISE EXCEPTION 'refused by the test'; END IF; RETURN NEW; END $$",
+      ).run();
+      db.prepare('CREATE TRIGGER refuse_expired_event BEFORE INSERT ON notification_events FOR EACH ROW EXECUTE FUNCTION refuse_expired_event()').run();
+    } else {
+      db.prepare("CREATE TRIGGER refuse_expired_event BEFORE INSERT ON notification_events WHEN NEW.type = 'task.expired' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END").run();
+    }
+    const running = await mcp.startDelayTask(60);
+    const sweepsFailed = () => sweeping.output().split('TTL sweep failed').length - 1;
+    const failedBefore = sweepsFailed();
+    db.prepare('UPDATE tasks SET expires_at = ? WHERE id = ?').run(Date.now() - 1, running.taskId);
+    const tasksLeft = () => (db.prepare('SELECT count(*) AS n FROM tasks WHERE id = ?').get(running.taskId) as { n: number }).n;
+    const expiredEvents = () => (db.prepare("SELECT count(*) AS n FROM notification_events WHERE task_id = ? AND type = 'task.expired'").get(running.taskId) as { n: number }).n;
+    try {
+      await expect.poll(sweepsFailed, { timeout: 10_000 }).toBeGreaterThan(failedBefore);
+      expect(tasksLeft()).toBe(1);
+      expect(expiredEvents()).toBe(0);
+    } finally {
+      db.prepare('DROP TRIGGER refuse_expired_event' + (testDatabase === 'postgres' ? ' ON notification_events' : '')).run();
+      if (testDatabase === 'postgres') db.prepare('DROP FUNCTION refuse_expired_event()').run();
+    }
+    await expect.poll(tasksLeft, { timeout: 10_000 }).toBe(0);
+    expect(expiredEvents()).toBe(1);
   });
 
   it('ends MCP sessions left idle, but not one with its stream open (GET or a long plain call)', async () => {

@@ -57,7 +57,7 @@ export function getRuntime(): Runtime {
     },
     bus,
   );
-  const streams = new SessionStreams(bus, env.CALL_HEARTBEAT_MS);
+  const streams = new SessionStreams(bus, (taskId) => engine.taskPageUrl(taskId), env.CALL_HEARTBEAT_MS);
   // What follows from a change (the session's status notification, the question relayed) is written once,
   // by the instance where the change happened.
   bus.subscribe(topics.allTasks, (event) => {

@@ -149,7 +149,15 @@ export class TaskEngine {
     private readonly config: EngineConfig,
     readonly bus: EventBus,
   ) {
-    this.inputs = new TaskInputs(bus, (taskId) => `${config.appUrl}/tasks/${taskId}`);
+    this.inputs = new TaskInputs(bus, (taskId) => this.taskPageUrl(taskId));
+  }
+
+  /**
+   * The dashboard's page of a task, where its person can answer whatever client started it. Built from
+   * APP_URL alone: a request's Host may name anything.
+   */
+  taskPageUrl(taskId: string): string {
+    return `${this.config.appUrl}/tasks/${encodeURIComponent(taskId)}`;
   }
 
   /** Commits the task, starts its work, and resolves with the committed row. */

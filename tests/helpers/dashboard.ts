@@ -69,3 +69,33 @@ export async function callServerAction(
   });
   return { status: response.status, text: await response.text() };
 }
+
+/**
+ * Answers a task's one open question in the dashboard, as the person's browser does (the task page's
+ * server action, after signing in with a password set for the purpose); waits for the question first.
+ */
+export async function answerInDashboard(server: TestServer, email: string, taskId: string, answer: string): Promise<void> {
+  const pending = () => server.db().prepare("SELECT id FROM task_inputs WHERE task_id = ? AND status = 'pending'").all(taskId) as Array<{ id: string }>;
+  const deadline = Date.now() + 20_000;
+  while (pending().length !== 1) {
+    if (Date.now() > deadline) throw new Error(`Task ${taskId} has ${pending().length} open questions, not one`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  const [input] = pending();
+  const password = 'correct horse battery staple';
+  const set = setPassword(server, email, password);
+  if (set.status !== 0) throw new Error(`Setting the password failed: ${set.stderr}`);
+  const { sessionCookie } = await signIn(server, email, password);
+  const form = new FormData();
+  form.set('_1_$action', 'accept');
+  form.set('_1_answer', answer);
+  form.set('0', JSON.stringify([input.id, { ok: false }, '$K1']));
+  const pressed = await callServerAction(server, {
+    page: `/tasks/${taskId}`,
+    filename: 'app/(dashboard)/tasks/[taskId]/input-actions.ts',
+    exportedName: 'answerQuestionAction',
+    body: form,
+    cookie: sessionCookie,
+  });
+  if (pressed.status !== 200) throw new Error(`The dashboard refused the answer: ${pressed.status} ${pressed.text}`);
+}

@@ -233,6 +233,8 @@ export async function connectSdk2Client(
   options: {
     name?: string;
     elicit?: (params: any) => Promise<Record<string, unknown>>;
+    /** The capabilities it declares, instead of form-mode elicitation when it has `elicit` and none otherwise. */
+    capabilities?: Record<string, unknown>;
     /** Let the client choose its era (server/discover first, 2026-07-28 when the server speaks it) instead of the SDK's default, 2025-11-25. */
     chooseEra?: boolean;
   } = {},
@@ -240,7 +242,7 @@ export async function connectSdk2Client(
   const client = new Sdk2Client(
     { name: options.name ?? 'sdk2-client', version: '2.4.0' },
     {
-      capabilities: options.elicit ? { elicitation: { form: {} } } : {},
+      capabilities: options.capabilities ?? (options.elicit ? { elicitation: { form: {} } } : {}),
       ...(options.chooseEra ? { versionNegotiation: { mode: 'auto' as const }, inputRequired: { maxRounds: 100 } } : {}),
     },
   );

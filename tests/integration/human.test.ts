@@ -1,5 +1,6 @@
-import { CallToolResultSchema, CreateMessageRequestSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, CreateMessageRequestSchema, ElicitationCompleteNotificationSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { answerInDashboard } from '../helpers/dashboard';
 import { connectSdkClient, RawMcp, sleep, SseReader } from '../helpers/mcp';
 import { createToken, startServer, type TestServer } from '../helpers/server';
 
@@ -550,6 +551,113 @@ describe('questions over raw HTTP', () => {
       expect(server.db().prepare('SELECT attempt FROM tasks WHERE id = ?').get(taskId)).toEqual({ attempt: 1 });
     }
     await stream.close();
+  });
+});
+
+describe('a client that takes only URL-mode elicitation', () => {
+  const linkOnly = { elicitation: { url: {} } };
+  const relatedTask = (taskId: string) => ({ 'io.modelcontextprotocol/related-task': { taskId } });
+  const openInput = (taskId: string) => server.db().prepare("SELECT id FROM task_inputs WHERE task_id = ? AND status = 'pending'").get(taskId) as { id: string } | undefined;
+  const linkMessage = (question: string) => `${question} (answer it on the task's page in the dashboard)`;
+
+  it("is sent a link to the task's page built from APP_URL; its accept answers nothing, and the link is completed before the dashboard's answer arrives", async () => {
+    // The client reaches the server by another name than APP_URL's (localhost), and forwarded headers name a third.
+    const mcp = new RawMcp(server.mcpUrl.replace('//localhost:', '//127.0.0.1:'), token);
+    await mcp.initialize('2025-11-25', linkOnly);
+    const forwarded = { 'X-Forwarded-Host': 'attacker.example', 'X-Forwarded-Proto': 'https' };
+    const { task } = await mcp.call('tools/call', { name: 'ask_human', arguments: { question: 'Deploy on Friday?' }, task: {} });
+    const taskId: string = task.taskId;
+    const id = (resultCalls += 1);
+    const response = await mcp.post({ jsonrpc: '2.0', id, method: 'tasks/result', params: { taskId } }, forwarded);
+    const reader = new SseReader(response);
+    const link = await reader.nextMessage();
+    const input = openInput(taskId)!;
+    expect(link).toMatchObject({ method: 'elicitation/create', id: expect.stringMatching(/^input:/) });
+    expect(link!.params).toEqual({
+      mode: 'url',
+      elicitationId: input.id,
+      url: `${server.url}/tasks/${taskId}`,
+      message: linkMessage('Deploy on Friday?'),
+      _meta: relatedTask(taskId),
+    });
+
+    expect((await answer(mcp, link!.id, { action: 'accept' })).status).toBe(202);
+    // Consent to open the page is no answer: the question stays open, and no stream sends the link again.
+    expect(openInput(taskId)).toEqual(input);
+    expect((await mcp.call('tasks/get', { taskId })).status).toBe('input_required');
+    const again = await resultStream(mcp, taskId);
+    await expect(again.reader.nextMessage(800)).rejects.toThrow(/timed out/);
+
+    await answerInDashboard(server, 'ada@example.com', taskId, 'Not on a Friday');
+    expect(await reader.nextMessage()).toEqual({ jsonrpc: '2.0', method: 'notifications/elicitation/complete', params: { elicitationId: input.id, _meta: relatedTask(taskId) }, __eventId: expect.any(String) });
+    const final = await reader.nextMessage();
+    expect(final).toMatchObject({ id, result: { structuredContent: { action: 'accept', answeredBy: 'dashboard', content: { answer: 'Not on a Friday' } } } });
+    await again.reader.close();
+  });
+
+  it('is sent the link on its GET stream, not again on a fresh one once accepted, and told there when the person answered', async () => {
+    const mcp = await rawSession(linkOnly);
+    const first = await mcp.openGetStream();
+    await first.next();
+    const taskId = await startTool(mcp, 'ask_human', { question: 'Which region?' });
+    const link = await first.nextMessageWhere((message) => message.method === 'elicitation/create');
+    const input = openInput(taskId)!;
+    expect(link.params).toMatchObject({ mode: 'url', elicitationId: input.id, url: `${server.url}/tasks/${taskId}`, message: linkMessage('Which region?') });
+    expect((await answer(mcp, link.id, { action: 'accept' })).status).toBe(202);
+    await first.close();
+
+    const second = await mcp.openGetStream();
+    await second.next();
+    await answerInDashboard(server, 'ada@example.com', taskId, 'eu-west');
+    const next = await second.nextMessageWhere((message) => message.method === 'elicitation/create' || message.method === 'notifications/elicitation/complete');
+    expect(next).toMatchObject({ method: 'notifications/elicitation/complete', params: { elicitationId: input.id, _meta: relatedTask(taskId) } });
+    await waitForStatus(mcp, taskId, 'completed');
+    expect((await mcp.call('tasks/result', { taskId })).structuredContent).toEqual({ action: 'accept', answeredBy: 'dashboard', content: { answer: 'eu-west' } });
+    await second.close();
+  });
+
+  it('is asked in form mode when it declares both modes', async () => {
+    const mcp = await rawSession({ elicitation: { form: {}, url: {} } });
+    const taskId = await startTool(mcp, 'ask_human', { question: 'Form or link?' });
+    const { reader } = await resultStream(mcp, taskId);
+    const question = await reader.nextMessage();
+    expect(question!.params).toMatchObject({ message: 'Form or link?', requestedSchema: { type: 'object' } });
+    expect(question!.params).not.toHaveProperty('url');
+    expect(question!.params.mode).not.toBe('url');
+    await mcp.call('tasks/cancel', { taskId });
+  });
+
+  it('gets the link with the official SDK client on a plain call, and its decline on a task is the answer', async () => {
+    const { client, close } = await connectSdkClient(server.mcpUrl, token, { capabilities: linkOnly, name: 'link-only-sdk' });
+    const links: any[] = [];
+    const completed: string[] = [];
+    let reply = { action: 'accept' };
+    client.setRequestHandler(ElicitRequestSchema, async (request) => {
+      links.push(request.params);
+      return reply as any;
+    });
+    client.setNotificationHandler(ElicitationCompleteNotificationSchema, async (notification) => {
+      completed.push(notification.params.elicitationId);
+    });
+    try {
+      const call = client.callTool({ name: 'ask_human', arguments: { question: 'Open the page?' } });
+      await expect.poll(() => links.length, { timeout: 10_000 }).toBe(1);
+      const taskId = String(links[0].url).split('/tasks/')[1];
+      // A plain call's client knows no task: nothing names it but the link.
+      expect(links[0]).toEqual({ mode: 'url', elicitationId: openInput(taskId)!.id, url: `${server.url}/tasks/${taskId}`, message: linkMessage('Open the page?') });
+      await answerInDashboard(server, 'ada@example.com', taskId, 'opened');
+      const result: any = await call;
+      expect(result.structuredContent).toEqual({ action: 'accept', answeredBy: 'dashboard', content: { answer: 'opened' } });
+      expect(completed).toEqual([links[0].elicitationId]);
+
+      reply = { action: 'decline' };
+      const messages = await runToEnd(client, { question: 'Shall I?' });
+      expect(links).toHaveLength(2);
+      expect(links[1]).toMatchObject({ mode: 'url', _meta: relatedTask(messages[0].task.taskId) });
+      expect(messages.at(-1).result.structuredContent).toEqual({ action: 'decline', answeredBy: 'client' });
+    } finally {
+      await close();
+    }
   });
 });
 

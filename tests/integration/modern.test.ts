@@ -4,8 +4,8 @@ import path from 'node:path';
 import { createApplicationInputHandler, createTaskSessionFromClient, resultFromTaskOutcome } from '@modelcontextprotocol/ext-tasks/client';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callServerAction, setPassword, signIn } from '../helpers/dashboard';
-import { connectSdk2Client, RawMcp, SseReader } from '../helpers/mcp';
+import { answerInDashboard } from '../helpers/dashboard';
+import { connectSdk2Client, RawMcp, sleep, SseReader } from '../helpers/mcp';
 import { ModernMcp, modernVersion, readReply, tasksExtension } from '../helpers/modern';
 import { createToken, startServer, type TestServer } from '../helpers/server';
 
@@ -499,7 +499,7 @@ describe('multi round-trip calls (no extension)', () => {
     expect(first).toMatchObject({ resultType: 'input_required', requestState: expect.any(String) });
     expect(first).not.toHaveProperty('inputRequests');
     const [taskId] = tasksOfTool('ask_human').slice(-1);
-    await answerInDashboard(taskId, 'from the browser');
+    await answerInDashboard(server, 'ada@example.com', taskId, 'from the browser');
     const done = await mcp.call('tools/call', { name: 'ask_human', arguments: { question: 'Answer me in the browser?' }, requestState: first.requestState });
     expect(done.content[0]).toEqual({ type: 'text', text: 'Answer (given in the dashboard): from the browser' });
   });
@@ -584,25 +584,76 @@ describe('multi round-trip calls (no extension)', () => {
   });
 });
 
-/** Answers a task's open question in the dashboard, as the person's browser does (the dashboard's server action). */
-async function answerInDashboard(taskId: string, answer: string): Promise<void> {
-  await expect.poll(() => pendingInputs(taskId).length, { timeout: 20_000 }).toBe(1);
-  const [input] = pendingInputs(taskId);
-  expect(setPassword(server, 'ada@example.com', 'correct horse battery staple').status).toBe(0);
-  const { sessionCookie } = await signIn(server, 'ada@example.com', 'correct horse battery staple');
-  const form = new FormData();
-  form.set('_1_$action', 'accept');
-  form.set('_1_answer', answer);
-  form.set('0', JSON.stringify([input.id, { ok: false }, '$K1']));
-  const pressed = await callServerAction(server, {
-    page: `/tasks/${taskId}`,
-    filename: 'app/(dashboard)/tasks/[taskId]/input-actions.ts',
-    exportedName: 'answerQuestionAction',
-    body: form,
-    cookie: sessionCookie,
+describe('a client that takes only URL-mode elicitation', () => {
+  const linkOnly = { elicitation: { url: {} } };
+  const linkTo = (question: string, taskId: string) => ({
+    method: 'elicitation/create',
+    params: { mode: 'url', message: `${question} (answer it on the task's page in the dashboard)`, url: `${server.url}/tasks/${taskId}` },
   });
-  expect(pressed.status).toBe(200);
-}
+
+  it("is sent a link to the task's page built from APP_URL; its accept is no answer, and no later round sends the link again", async () => {
+    // The client reaches the server by another name than APP_URL's (localhost), and forwarded headers name a third.
+    const mcp = new ModernMcp(server.mcpUrl.replace('//localhost:', '//127.0.0.1:'), token, linkOnly);
+    const forwarded = { headers: { 'X-Forwarded-Host': 'attacker.example', 'X-Forwarded-Proto': 'https' } };
+    const args = { name: 'ask_human', arguments: { question: 'Rotate the keys?' } };
+    const first = await mcp.call('tools/call', args, forwarded);
+    const [taskId] = tasksOfTool('ask_human').slice(-1);
+    expect(first).toMatchObject({ resultType: 'input_required', requestState: expect.any(String) });
+    // 2026-07-28 has no elicitationId (nor notifications/elicitation/complete).
+    expect(first.inputRequests).toEqual({ answer: linkTo('Rotate the keys?', taskId) });
+
+    const second = await mcp.call('tools/call', { ...args, requestState: first.requestState, inputResponses: { answer: { action: 'accept' } } }, forwarded);
+    expect(second).toMatchObject({ resultType: 'input_required', requestState: expect.any(String) });
+    expect(second).not.toHaveProperty('inputRequests');
+    expect(pendingInputs(taskId)).toHaveLength(1);
+    const third = await mcp.call('tools/call', { ...args, requestState: second.requestState });
+    expect(third).not.toHaveProperty('inputRequests');
+
+    await answerInDashboard(server, 'ada@example.com', taskId, 'yes, today');
+    const done = await mcp.call('tools/call', { ...args, requestState: third.requestState });
+    expect(done.structuredContent).toEqual({ action: 'accept', answeredBy: 'dashboard', content: { answer: 'yes, today' } });
+    expect(tasksOfTool('ask_human').slice(-1)).toEqual([taskId]);
+  });
+
+  it('lists the link in tasks/get for a client of the tasks extension, which answers only by declining', async () => {
+    const mcp = new ModernMcp(server.mcpUrl, token, { ...linkOnly, extensions: { [tasksExtension]: {} } });
+    const created = await mcp.call('tools/call', { name: 'ask_human', arguments: { question: 'Archive the project?' } });
+    const task = await untilStatus(mcp, created.taskId, 'input_required');
+    expect(task.inputRequests).toEqual({ answer: linkTo('Archive the project?', created.taskId) });
+    expect(await mcp.call('tasks/update', { taskId: created.taskId, inputResponses: { answer: { action: 'accept' } } })).toMatchObject({ resultType: 'complete' });
+    expect(pendingInputs(created.taskId)).toHaveLength(1);
+    await mcp.call('tasks/update', { taskId: created.taskId, inputResponses: { answer: { action: 'decline' } } });
+    const done = await untilStatus(mcp, created.taskId, 'completed');
+    expect(done.result.structuredContent).toEqual({ action: 'decline', answeredBy: 'client' });
+  });
+
+  it('is sent the link once by the SDK 2.x client, which waits in rounds for the answer given on the page', async () => {
+    const links: any[] = [];
+    const { client, close } = await connectSdk2Client(server.mcpUrl, token, {
+      name: 'sdk2-link-only',
+      chooseEra: true,
+      capabilities: linkOnly,
+      elicit: async (params) => {
+        links.push(params);
+        return { action: 'accept' };
+      },
+    });
+    try {
+      const call = client.callTool({ name: 'ask_human', arguments: { question: 'Open it in the browser?' } }, { timeout: 60_000 });
+      await expect.poll(() => links.length, { timeout: 20_000 }).toBe(1);
+      const [taskId] = tasksOfTool('ask_human').slice(-1);
+      expect(links[0]).toEqual(linkTo('Open it in the browser?', taskId).params);
+      // A round or more passes with the link accepted and the person still on the page.
+      await sleep(roundWaitMs * 1.5);
+      await answerInDashboard(server, 'ada@example.com', taskId, 'opened');
+      const result: any = await call;
+      expect(result.structuredContent).toEqual({ action: 'accept', answeredBy: 'dashboard', content: { answer: 'opened' } });
+      expect(links).toHaveLength(1);
+    } finally {
+      await close();
+    }
+  });
+});
 
 describe('the SDK 2.x client, choosing its era', () => {
   it('speaks 2026-07-28 with this server and gets ask_human answered by its own handler, in rounds', async () => {
@@ -634,7 +685,7 @@ describe('the SDK 2.x client, choosing its era', () => {
       const call = client.callTool({ name: 'ask_human', arguments: { question: 'Answer for the SDK?' } }, { timeout: 60_000 });
       await expect.poll(() => tasksOfTool('ask_human').length).toBe(before + 1);
       const [taskId] = tasksOfTool('ask_human').slice(-1);
-      await answerInDashboard(taskId, 'from the dashboard');
+      await answerInDashboard(server, 'ada@example.com', taskId, 'from the dashboard');
       const result: any = await call;
       expect(result.content[0]).toEqual({ type: 'text', text: 'Answer (given in the dashboard): from the dashboard' });
       expect(tasksOfTool('ask_human').length).toBe(before + 1);

@@ -6,7 +6,8 @@ import type { McpReply } from '../http/exchange';
 import { emptyReply, jsonReply, rpcErrorBody } from '../http/replies';
 import { inFlight } from '../http/in-flight';
 import { followClientTask } from './client-task-poller';
-import { canCancelTasks, clientLabel, markCopyAnswered, parseInputRequestId } from './input-requests';
+import { isLinkAccepted } from '../core/elicitation-modes';
+import { canCancelTasks, clientLabel, markCopyAnswered, markLinkAccepted, parseInputRequestId, receivesLink } from './input-requests';
 import { inFlightKey } from './sessions';
 
 /** The messages a legacy client sends that are not requests: its answers to our questions, and its notifications. */
@@ -14,7 +15,8 @@ import { inFlightKey } from './sessions';
 /**
  * A client's answer to one of our requests. The first answer to a question wins; a late one is
  * accepted and ignored. An answer that does not fit the question is refused (400) and the question
- * stays open.
+ * stays open. A client sent the question as a link answers only by declining or cancelling: its accept
+ * is consent to open the task's page, where the person answers.
  */
 
 export async function receiveResponse(message: JsonRpcResponse, ctx: McpContext, session: McpSession, caller: Caller): Promise<McpReply> {
@@ -28,7 +30,13 @@ export async function receiveResponse(message: JsonRpcResponse, ctx: McpContext,
     await ctx.engine.inputs.refuse(target.inputId, caller.userId, message.error, label, via);
     return emptyReply(202);
   }
-  const clientTask = (message.result as { task?: { taskId?: unknown; pollInterval?: unknown } }).task;
+  const link = receivesLink(session, 'elicitation') && (await ctx.engine.inputs.get(target.inputId))?.kind === 'elicitation';
+  if (link && isLinkAccepted(message.result)) {
+    markLinkAccepted(session.id, target.inputId);
+    return emptyReply(202);
+  }
+  // A link is never sent task-augmented: a task in its result is no answer (and is checked as one below).
+  const clientTask = link ? undefined : (message.result as { task?: { taskId?: unknown; pollInterval?: unknown } }).task;
   if (clientTask && typeof clientTask.taskId === 'string') {
     const stream = await ctx.streams.streamOfRequest(session.id, via);
     if (await ctx.engine.inputs.claimForClientTask(target.inputId, caller.userId, clientTask.taskId)) {

@@ -1,5 +1,6 @@
 import type { McpSession } from '@/db/queries/sessions';
 import type { TaskInputRow } from '@/lib/tasks/inputs';
+import { elicitationModeOf, linkToAnswer } from '../core/elicitation-modes';
 import { relatedTaskMeta } from '../core/task-messages';
 
 /**
@@ -85,6 +86,26 @@ export function isCopyAnswered(sessionId: string, requestId: string): boolean {
 
 export function forgetAnsweredCopies(sessionId: string): void {
   copies.answered.delete(sessionId);
+  acceptedLinks.delete(sessionId);
+}
+
+/**
+ * Questions whose link the session's client accepted (its person is answering on the task's page): not
+ * sent to it again, on any stream. Kept like the answered copies: per session, in this process, latest
+ * ones only (a link sent again after a restart is one more prompt, nothing worse).
+ */
+const globalForLinks = globalThis as unknown as { __mcpTaskServerAcceptedLinks?: Map<string, Set<string>> };
+const acceptedLinks = (globalForLinks.__mcpTaskServerAcceptedLinks ??= new Map());
+
+export function markLinkAccepted(sessionId: string, inputId: string): void {
+  const accepted = acceptedLinks.get(sessionId) ?? new Set<string>();
+  accepted.add(inputId);
+  if (accepted.size > answeredCopiesKeptPerSession) accepted.delete(accepted.values().next().value!);
+  acceptedLinks.set(sessionId, accepted);
+}
+
+export function isLinkAcceptedBy(sessionId: string, inputId: string): boolean {
+  return acceptedLinks.get(sessionId)?.has(inputId) ?? false;
 }
 
 export function inputRequestId(inputId: string, copy: string): string {
@@ -102,14 +123,21 @@ const objectAt = (value: unknown, key: string): Record<string, unknown> | undefi
     ? ((value as Record<string, unknown>)[key] as Record<string, unknown>)
     : undefined;
 
-/** Only clients that declared elicitation (form mode) or sampling are sent such requests. */
+/** Whether the client takes such requests as asked: it declared elicitation in form mode, or sampling. */
 export function canReceive(session: Pick<McpSession, 'clientCapabilities'>, kind: TaskInputRow['kind']): boolean {
   const capabilities = session.clientCapabilities as Capabilities;
   if (kind === 'sampling') return objectAt(capabilities, 'sampling') !== undefined;
-  const elicitation = objectAt(capabilities, 'elicitation');
-  if (!elicitation) return false;
-  // `elicitation: {}` means form mode; a client that lists modes must list form.
-  return Object.keys(elicitation).length === 0 || objectAt(elicitation, 'form') !== undefined;
+  return elicitationModeOf(capabilities) === 'form';
+}
+
+/** Whether the client is sent a question as a link to the task's page: it declared URL-mode elicitation only. */
+export function receivesLink(session: Pick<McpSession, 'clientCapabilities'>, kind: TaskInputRow['kind']): boolean {
+  return kind === 'elicitation' && elicitationModeOf(session.clientCapabilities) === 'url';
+}
+
+/** Whether the client is sent such a question at all: as asked, or as a link. */
+export function canBeSent(session: Pick<McpSession, 'clientCapabilities'>, kind: TaskInputRow['kind']): boolean {
+  return canReceive(session, kind) || receivesLink(session, kind);
 }
 
 /** Whether the client lets us cancel the tasks it runs for us (capabilities.tasks.cancel). */
@@ -117,8 +145,12 @@ export function canCancelTasks(session: Pick<McpSession, 'clientCapabilities'>):
   return objectAt(objectAt(session.clientCapabilities, 'tasks'), 'cancel') !== undefined;
 }
 
-/** Whether the client runs this kind of request as a task of its own (tasks.requests.*). */
+/**
+ * Whether the client runs this kind of request as a task of its own (tasks.requests.*). A link is
+ * always sent as a plain request: what its client returns is consent, never a task's answer.
+ */
 export function acceptsAsTask(session: Pick<McpSession, 'clientCapabilities'>, kind: TaskInputRow['kind']): boolean {
+  if (receivesLink(session, kind)) return false;
   const requests = objectAt(objectAt(session.clientCapabilities, 'tasks'), 'requests');
   return kind === 'sampling'
     ? objectAt(objectAt(requests, 'sampling'), 'createMessage') !== undefined
@@ -132,26 +164,48 @@ export function acceptsAsTask(session: Pick<McpSession, 'clientCapabilities'>, k
  */
 export type RelatedTask = 'named' | 'unnamed';
 
+/** What a copy of a question needs to know of the asking task. */
+export interface AskingTask {
+  expiresAt: number;
+  /** The task's page in the dashboard, for a client sent a link. */
+  pageUrl: string;
+}
+
 /**
  * The request for one copy of a question. For a session whose client takes such requests as tasks of
- * its own, it is task-augmented, with a ttl that ends with the asking task.
+ * its own, it is task-augmented, with a ttl that ends with the asking task; for one that takes only
+ * URL-mode elicitation, it is a link to the task's page.
  */
 export function requestFor(
   input: TaskInputRow,
   id: string,
   session: Pick<McpSession, 'clientCapabilities'>,
-  taskExpiresAt: number,
+  task: AskingTask,
   relatedTask: RelatedTask = 'named',
 ) {
-  const asTask = acceptsAsTask(session, input.kind) ? { ttl: Math.max(1000, taskExpiresAt - Date.now()) } : undefined;
+  const asTask = acceptsAsTask(session, input.kind) ? { ttl: Math.max(1000, task.expiresAt - Date.now()) } : undefined;
   const method = input.kind === 'sampling' ? 'sampling/createMessage' : 'elicitation/create';
   const requestMeta = (input.request._meta ?? {}) as Record<string, unknown>;
   const meta = { ...requestMeta, ...(relatedTask === 'named' ? relatedTaskMeta(input.taskId) : {}) };
+  const asked = receivesLink(session, input.kind) ? linkToAnswer(input, task.pageUrl, true) : { ...input.request, ...(asTask ? { task: asTask } : {}) };
   return {
     jsonrpc: '2.0' as const,
     id,
     method,
-    params: { ...input.request, ...(asTask ? { task: asTask } : {}), ...(Object.keys(meta).length > 0 ? { _meta: meta } : {}) },
+    params: { ...asked, ...(Object.keys(meta).length > 0 ? { _meta: meta } : {}) },
+  };
+}
+
+/**
+ * Tells a client sent a link that its question is settled (answered, in the dashboard or through
+ * another copy, or withdrawn): the person need not finish on the page. Clients ignore an elicitationId
+ * they do not know or have seen completed, so a session that never opened the link loses nothing.
+ */
+export function linkCompletionFor(input: TaskInputRow, relatedTask: RelatedTask = 'named') {
+  return {
+    jsonrpc: '2.0' as const,
+    method: 'notifications/elicitation/complete',
+    params: { elicitationId: input.id, ...(relatedTask === 'named' ? { _meta: relatedTaskMeta(input.taskId) } : {}) },
   };
 }
 

@@ -18,7 +18,21 @@ import {
 } from '../core/schema';
 import { modelImmediateResponseKey, taskErrorToRpc, taskResultPayload, toTask } from '../core/task-messages';
 import { createTaskOrRefuse, LogRelay, ProgressRelay, runToolNow } from '../core/tool-calls';
-import { canReceive, carryQuestions, inputRequestId, isCopyAnswered, requestFor, sentOnGetStream, withdrawalFor, withdrawnByTasksCancel, type RelatedTask } from './input-requests';
+import {
+  canBeSent,
+  canReceive,
+  carryQuestions,
+  inputRequestId,
+  isCopyAnswered,
+  isLinkAcceptedBy,
+  linkCompletionFor,
+  receivesLink,
+  requestFor,
+  sentOnGetStream,
+  withdrawalFor,
+  withdrawnByTasksCancel,
+  type RelatedTask,
+} from './input-requests';
 import { isLoggedFor } from './logging';
 import { callStreamKey, resultStreamKey } from './session-streams';
 
@@ -168,11 +182,12 @@ export async function followCallTask(
 
 /**
  * Carries a task's questions on one tasks/result (or plain call) stream: each open question once, and
- * a withdrawal for each copy sent here that was answered elsewhere.
+ * for each copy sent here that was answered elsewhere, its withdrawal (and, for a link, its completion).
  */
 class QuestionRelay {
   private readonly sent = new Map<string, string>();
-  private readonly withdrawn = new Set<string>();
+  /** Questions whose copy sent here was settled elsewhere, and told so. */
+  private readonly settledElsewhere = new Set<string>();
   private readonly toldWhereToAnswer = new Set<string>();
   /** Questions whose copy sent here the client took as a task of its own: asked again if that task is given up. */
   private readonly handedOver = new Set<string>();
@@ -200,24 +215,22 @@ class QuestionRelay {
           this.sent.delete(input.id);
           sentId = undefined;
         }
-        if (!canReceive(this.ctx.session, input.kind)) {
+        if (!canBeSent(this.ctx.session, input.kind)) {
           await this.tellWhereToAnswer(input.id, task);
           continue;
         }
-        // A client asked here already, or on its open GET stream, is not asked again.
-        if (sentId || sentOnGetStream(sessionId, input.id)) continue;
+        // A client asked here already, or on its open GET stream, or whose person opened the link, is not asked again.
+        if (sentId || sentOnGetStream(sessionId, input.id) || isLinkAcceptedBy(sessionId, input.id)) continue;
         const id = inputRequestId(input.id, randomBytes(6).toString('base64url'));
         this.sent.set(input.id, id);
-        this.ctx.send(requestFor(input, id, this.ctx.session, task.expiresAt, this.relatedTask));
-      } else if (
-        sentId &&
-        !this.withdrawn.has(input.id) &&
-        input.answeredVia !== sentId &&
-        !isCopyAnswered(sessionId, sentId) &&
-        !withdrawnByTasksCancel(this.ctx.session, input.kind)
-      ) {
-        this.withdrawn.add(input.id);
-        this.ctx.send(withdrawalFor(input, sentId, this.relatedTask));
+        const asking = { expiresAt: task.expiresAt, pageUrl: this.ctx.engine.taskPageUrl(this.taskId) };
+        this.ctx.send(requestFor(input, id, this.ctx.session, asking, this.relatedTask));
+      } else if (sentId && input.answeredVia !== sentId && !this.settledElsewhere.has(input.id)) {
+        this.settledElsewhere.add(input.id);
+        if (!isCopyAnswered(sessionId, sentId) && !withdrawnByTasksCancel(this.ctx.session, input.kind)) {
+          this.ctx.send(withdrawalFor(input, sentId, this.relatedTask));
+        }
+        if (receivesLink(this.ctx.session, input.kind)) this.ctx.send(linkCompletionFor(input, this.relatedTask));
       }
     }
   }

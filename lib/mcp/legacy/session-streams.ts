@@ -5,12 +5,15 @@ import { listPendingTaskInputsBySessionId } from '@/db/queries/inputs';
 import { ClientRequests } from './client-requests';
 import { clientTaskVia } from './client-task-poller';
 import {
+  canBeSent,
   canCancelTasks,
-  canReceive,
   inputRequestId,
   isCopyAnswered,
+  isLinkAcceptedBy,
+  linkCompletionFor,
   markSentOnGetStream,
   questionsCarried,
+  receivesLink,
   releaseGetStreamCopies,
   requestFor,
   sentOnGetStream,
@@ -137,6 +140,8 @@ export class SessionStreams {
 
   constructor(
     private readonly bus: EventBus,
+    /** The dashboard's page of a task (from APP_URL): the link a client that takes only URL-mode elicitation is sent. */
+    private readonly taskPageUrl: (taskId: string) => string,
     private readonly keepAliveMs?: number,
   ) {}
 
@@ -166,7 +171,7 @@ export class SessionStreams {
         for (const input of await listPendingTaskInputsBySessionId(sessionId)) {
           const task = await getTaskById(input.taskId);
           if (stream.closed) break;
-          if (!task || input.clientTaskId || !canReceive(session, input.kind)) continue;
+          if (!task || input.clientTaskId || !canBeSent(session, input.kind) || isLinkAcceptedBy(sessionId, input.id)) continue;
           if (!questionsCarried(sessionId, task.id) || sentOnGetStream(sessionId, input.id)) this.sendQuestion(session, input, task.expiresAt, true);
         }
       }
@@ -340,7 +345,7 @@ export class SessionStreams {
   private async relayQuestion(input: TaskInputRow): Promise<void> {
     const task = await getTaskById(input.taskId);
     const session = task?.sessionId ? await getMcpSessionById(task.sessionId) : undefined;
-    if (!task || !session || !canReceive(session, input.kind)) return;
+    if (!task || !session || !canBeSent(session, input.kind)) return;
     if (input.clientTaskId) {
       // The client is answering through a task of its own: cancel it unless it gave the answer.
       if (input.status !== 'pending' && input.answeredVia !== clientTaskVia(input.clientTaskId) && canCancelTasks(session)) {
@@ -355,19 +360,21 @@ export class SessionStreams {
     // questions ask it; else the GET stream does.
     markSentOnGetStream(session.id, input.id, false);
     if (input.status === 'pending') {
-      if (!questionsCarried(session.id, task.id)) this.sendQuestion(session, input, task.expiresAt, this.open_.has(session.id));
+      if (!questionsCarried(session.id, task.id) && !isLinkAcceptedBy(session.id, input.id)) this.sendQuestion(session, input, task.expiresAt, this.open_.has(session.id));
       return;
     }
     if (withdrawnByTasksCancel(session, input.kind)) return;
-    for (const id of await listSessionRequestIdsWithPrefix(session.id, inputRequestId(input.id, ''))) {
+    const copies = await listSessionRequestIdsWithPrefix(session.id, inputRequestId(input.id, ''));
+    for (const id of copies) {
       if (input.answeredVia !== id && !isCopyAnswered(session.id, id)) this.deliver(session.id, withdrawalFor(input, id));
     }
+    if (receivesLink(session, input.kind) && copies.length > 0 && !copies.includes(input.answeredVia ?? '')) this.deliver(session.id, linkCompletionFor(input));
   }
 
   /** A GET-stream copy of a question, with a request id of its own; `live` when a GET stream is open. */
   private sendQuestion(session: McpSession, input: TaskInputRow, taskExpiresAt: number, live: boolean): void {
     const id = inputRequestId(input.id, `g${randomBytes(6).toString('base64url')}`);
-    this.deliver(session.id, requestFor(input, id, session, taskExpiresAt));
+    this.deliver(session.id, requestFor(input, id, session, { expiresAt: taskExpiresAt, pageUrl: this.taskPageUrl(input.taskId) }));
     markSentOnGetStream(session.id, input.id, live);
   }
 

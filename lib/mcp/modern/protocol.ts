@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { logLevels, type LogLevel } from '@/lib/tools/define';
+import { elicitationModeOf } from '../core/elicitation-modes';
 import { ErrorCode, HttpError } from '../core/errors';
 import { clientInfoLimits, describeIssues, supportedProtocolVersions as legacyProtocolVersions } from '../core/schema';
 
@@ -95,12 +96,15 @@ export function declaresTasks(client: ModernClient): boolean {
   return objectAt(objectAt(client.capabilities, 'extensions'), tasksExtension) !== undefined;
 }
 
-/** Whether the request's client can be sent this kind of input request (form elicitation, or sampling). */
+/** Whether the request's client can be sent this kind of input request as asked (form elicitation, or sampling). */
 export function canBeAsked(client: ModernClient, kind: 'elicitation' | 'sampling'): boolean {
   if (kind === 'sampling') return objectAt(client.capabilities, 'sampling') !== undefined;
-  const elicitation = objectAt(client.capabilities, 'elicitation');
-  if (!elicitation) return false;
-  return Object.keys(elicitation).length === 0 || objectAt(elicitation, 'form') !== undefined;
+  return elicitationModeOf(client.capabilities) === 'form';
+}
+
+/** Whether the request's client is sent a question as a link to the task's page: it declared URL-mode elicitation only. */
+export function receivesLink(client: ModernClient, kind: 'elicitation' | 'sampling'): boolean {
+  return kind === 'elicitation' && elicitationModeOf(client.capabilities) === 'url';
 }
 
 /** -32021: the request needs a capability it did not declare; `data` names it as ClientCapabilities. */

@@ -7,9 +7,10 @@ import { ErrorCode, RpcError } from '../core/errors';
  * The `requestState` of a multi round-trip tools/call (2026-07-28): it passes through the client, so it
  * is attacker-controlled input. It is a JWT (HS256, signed with a key derived from the server's secret,
  * by `jose`): it names the user, the task the call started, the method and a digest of the call's name
- * and arguments, and lapses after `requestStateTtlMs`. State that fails any check is refused, so it can
- * neither be forged, nor replayed by another user, on another call, or late. It is not single-use: the
- * task it names is the durable state, and each retry reads the task as it is now.
+ * and arguments, and the keys of the links to the task's page the client accepted (so that its retries
+ * are not sent them again), and lapses after `requestStateTtlMs`. State that fails any check is
+ * refused, so it can neither be forged, nor replayed by another user, on another call, or late. It is
+ * not single-use: the task it names is the durable state, and each retry reads the task as it is now.
  */
 
 /** Long enough for a person to answer a question in their client; the task itself lives longer. */
@@ -48,8 +49,33 @@ function canonical(value: unknown): string {
 
 const digestOf = (binding: CallBinding) => createHash('sha256').update(canonical([binding.method, binding.name, binding.arguments])).digest('base64url');
 
-export async function sealRequestState(binding: CallBinding, taskId: string, now = Date.now()): Promise<string> {
-  return await new SignJWT({ task: taskId, method: binding.method, digest: digestOf(binding) })
+/** What a state carries besides its binding. */
+export interface RoundState {
+  taskId: string;
+  /** Keys of questions whose link the client accepted: its person answers on the task's page. */
+  linksAccepted: string[];
+}
+
+/**
+ * The most JSON the accepted links may take in a state, so that every state stays within what
+ * `openRequestState` reads; a key left out is only sent its link once more.
+ */
+const linksAcceptedBudget = 2000;
+
+function withinBudget(keys: readonly string[]): string[] {
+  const kept: string[] = [];
+  let used = 2;
+  for (const key of keys) {
+    used += JSON.stringify(key).length + 1;
+    if (used > linksAcceptedBudget) break;
+    kept.push(key);
+  }
+  return kept;
+}
+
+export async function sealRequestState(binding: CallBinding, state: RoundState, now = Date.now()): Promise<string> {
+  const links = withinBudget(state.linksAccepted);
+  return await new SignJWT({ task: state.taskId, method: binding.method, digest: digestOf(binding), ...(links.length > 0 ? { links } : {}) })
     .setProtectedHeader({ alg: 'HS256' })
     .setSubject(binding.userId)
     .setAudience(audience)
@@ -62,8 +88,8 @@ export async function sealRequestState(binding: CallBinding, taskId: string, now
 
 const refused = (why: string) => new RpcError(ErrorCode.InvalidParams, `Invalid params: requestState ${why}; call the tool again without requestState and inputResponses`);
 
-/** The task a state names, once it checks out for this user and this very call; -32602 otherwise. */
-export async function openRequestState(state: string, binding: CallBinding): Promise<string> {
+/** What a state says, once it checks out for this user and this very call; -32602 otherwise. */
+export async function openRequestState(state: string, binding: CallBinding): Promise<RoundState> {
   if (state.length > 4096) throw refused('is not one this server issued');
   let payload;
   try {
@@ -76,6 +102,7 @@ export async function openRequestState(state: string, binding: CallBinding): Pro
   if (payload.method !== binding.method || payload.digest !== digestOf(binding)) {
     throw refused(`belongs to another request (a ${String(payload.method)} with other arguments or another tool)`);
   }
-  if (typeof payload.task !== 'string') throw refused('is not one this server issued');
-  return payload.task;
+  const links = payload.links ?? [];
+  if (typeof payload.task !== 'string' || !Array.isArray(links) || !links.every((key) => typeof key === 'string')) throw refused('is not one this server issued');
+  return { taskId: payload.task, linksAccepted: links };
 }

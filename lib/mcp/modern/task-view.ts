@@ -1,6 +1,7 @@
 import type { TaskRow } from '@/lib/tasks/engine';
 import type { TaskInputRow } from '@/lib/tasks/inputs';
-import { canBeAsked, type ModernClient } from './protocol';
+import { linkToAnswer } from '../core/elicitation-modes';
+import { canBeAsked, receivesLink, type ModernClient } from './protocol';
 
 /**
  * A stored task as the 2026-07-28 era reads it. One row serves both eras; the mapping is done here,
@@ -32,11 +33,25 @@ export function toModernTask(row: TaskRow) {
   };
 }
 
-/** The open questions this client can be sent, as MRTR input requests keyed by the question's key. */
-export function inputRequestsFor(inputs: readonly TaskInputRow[], client: ModernClient): Record<string, { method: string; params: Record<string, unknown> }> {
+/**
+ * The open questions this client can be sent, as MRTR input requests keyed by the question's key: as
+ * asked, or (a client that takes only URL-mode elicitation) as a link to the task's page. `linksAccepted`
+ * names the keys whose link the client accepted already: its person is on the page, and is not sent it again.
+ */
+export function inputRequestsFor(
+  inputs: readonly TaskInputRow[],
+  client: ModernClient,
+  taskPageUrl: string,
+  linksAccepted: ReadonlySet<string> = new Set(),
+): Record<string, { method: string; params: Record<string, unknown> }> {
   const requests: Record<string, { method: string; params: Record<string, unknown> }> = {};
   for (const input of inputs) {
-    if (input.status !== 'pending' || input.clientTaskId || !canBeAsked(client, input.kind)) continue;
+    if (input.status !== 'pending' || input.clientTaskId) continue;
+    if (receivesLink(client, input.kind)) {
+      if (!linksAccepted.has(input.key)) requests[input.key] = { method: 'elicitation/create', params: linkToAnswer(input, taskPageUrl, false) };
+      continue;
+    }
+    if (!canBeAsked(client, input.kind)) continue;
     const { _meta: _ignored, ...params } = input.request as Record<string, unknown>;
     requests[input.key] =
       input.kind === 'sampling' ? { method: 'sampling/createMessage', params } : { method: 'elicitation/create', params: { mode: 'form', ...params } };
@@ -48,11 +63,11 @@ export function inputRequestsFor(inputs: readonly TaskInputRow[], client: Modern
  * The DetailedTask of tasks/get and notifications/tasks: the task with what its status carries inline
  * (its open questions, its result, or its JSON-RPC error).
  */
-export function toDetailedTask(row: TaskRow, inputs: readonly TaskInputRow[], client: ModernClient): Record<string, unknown> {
+export function toDetailedTask(row: TaskRow, inputs: readonly TaskInputRow[], client: ModernClient, taskPageUrl: string): Record<string, unknown> {
   const task = toModernTask(row);
   switch (task.status) {
     case 'input_required':
-      return { ...task, inputRequests: inputRequestsFor(inputs, client) };
+      return { ...task, inputRequests: inputRequestsFor(inputs, client, taskPageUrl) };
     case 'completed':
       // Exactly what the tools/call would have returned in this era: with its resultType.
       return { ...task, result: { ...(row.result ?? { content: [] }), resultType: 'complete' } };

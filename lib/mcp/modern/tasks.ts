@@ -4,7 +4,7 @@ import { parseParams } from '../core/schema';
 import { taskErrorToRpc } from '../core/task-messages';
 import type { ModernCall, ModernMethod } from './call';
 import { answerInputResponses, inputResponsesSchema } from './inputs';
-import { clientLabelOf, declaresTasks, tasksExtensionRequired } from './protocol';
+import { declaresTasks, tasksExtensionRequired } from './protocol';
 import { toDetailedTask } from './task-view';
 
 /**
@@ -25,7 +25,7 @@ function requireExtension(call: ModernCall, method: string): void {
 export async function detailedTaskFor(call: Pick<ModernCall, 'engine' | 'client'>, taskId: string, userId: string): Promise<Record<string, unknown>> {
   const row = await call.engine.getTask(taskId, userId);
   const inputs = row.status === 'input_required' ? await call.engine.inputs.listForTask(taskId) : [];
-  return toDetailedTask(row, inputs, call.client);
+  return toDetailedTask(row, inputs, call.client, call.engine.taskPageUrl(row.id));
 }
 
 export const getTask: ModernMethod = async (rawParams, call) => {
@@ -46,7 +46,8 @@ export const updateTask: ModernMethod = async (rawParams, call) => {
   } catch (error) {
     throw taskErrorToRpc(error, 'Failed to update task');
   }
-  await answerInputResponses(call.engine, taskId, call.userId, inputResponses, clientLabelOf(call.client));
+  // A link the client accepted is no answer; the person answers on the task's page, and tasks/get says when.
+  await answerInputResponses(call.engine, taskId, call.userId, inputResponses, call.client);
   return {};
 };
 

@@ -10,8 +10,8 @@ import { createTaskOrRefuse, LogRelay, ProgressRelay, runToolNow } from '../core
 import { shuttingDown } from '../http/in-flight';
 import type { ModernCall, ModernMethod } from './call';
 import { answerInputResponses, inputResponsesSchema } from './inputs';
-import { canBeAsked, capabilityRequired, clientLabelOf, declaresTasks, tasksExtensionRequired, type ModernClient } from './protocol';
-import { openRequestState, sealRequestState, type CallBinding } from './request-state';
+import { canBeAsked, capabilityRequired, declaresTasks, tasksExtensionRequired, type ModernClient } from './protocol';
+import { openRequestState, sealRequestState, type CallBinding, type RoundState } from './request-state';
 import { inputRequestsFor, toModernTask } from './task-view';
 
 /**
@@ -19,8 +19,9 @@ import { inputRequestsFor, toModernTask } from './task-view';
  * durable and in the dashboard, whatever the client can do:
  * - a request that declares the tasks extension gets the task itself (CreateTaskResult, once committed);
  * - any other request waits for the task, in rounds: the result when it ends in time, or an
- *   InputRequiredResult with the task's open questions (those the client can be asked) and a sealed
- *   requestState naming the task; the retry answers them and waits again. Retries never start another task.
+ *   InputRequiredResult with the task's open questions (those the client can be asked, or links to the
+ *   task's page for a client that takes only URL-mode elicitation) and a sealed requestState naming the
+ *   task; the retry answers them and waits again. Retries never start another task.
  */
 
 /** The catalogue is the same for every user and every client: a shared cache may keep it for this long. */
@@ -46,7 +47,8 @@ export const callTool: ModernMethod = async (rawParams, call) => {
   const args = params.arguments ?? {};
   const binding: CallBinding = { userId: call.userId, method: 'tools/call', name: tool.name, arguments: args };
   // State is checked before anything else: a forged or foreign one must not reach any tool.
-  const stateTaskId = params.requestState !== undefined ? await openRequestState(params.requestState, binding) : undefined;
+  const state = params.requestState !== undefined ? await openRequestState(params.requestState, binding) : undefined;
+  const stateTaskId = state?.taskId;
 
   if (stateTaskId === undefined && tool.taskSupport === 'forbidden') {
     return runToolNow(tool, args, {
@@ -87,7 +89,12 @@ export const callTool: ModernMethod = async (rawParams, call) => {
     // A plain call's task answers this request; one a client of the extension will be handed is its own.
     taskId = (await createTaskOrRefuse(call.engine, handOut ? newTask : { ...newTask, callRequestId: call.requestId })).id;
   }
-  return waitForRound(call, taskId, binding, { first: stateTaskId === undefined, responses: params.inputResponses ?? {}, handOut });
+  return waitForRound(call, taskId, binding, {
+    first: stateTaskId === undefined,
+    responses: params.inputResponses ?? {},
+    linksAccepted: new Set(state?.linksAccepted),
+    handOut,
+  });
 };
 
 /** Only a request that named a level gets log messages, and only those at or above it. */
@@ -102,14 +109,16 @@ class RoundOver {
  * Waits for the task of a call until it ends, needs input this client can give, or the round's time is
  * up, carrying its progress and log messages on the response stream meanwhile. The answers the request
  * brought (`responses`) are given to the task's questions as they are asked, key by key, each once;
- * keys no question has are ignored. With `handOut` (a client of the tasks extension, for a tool that
+ * keys no question has are ignored. A link to the task's page the client accepts is no answer: the
+ * round waits for the person to answer on the page, and the state remembers the link (`linksAccepted`),
+ * so that no later round sends it again. With `handOut` (a client of the tasks extension, for a tool that
  * asks first) the round ends with the task itself once its first questions are answered.
  */
 async function waitForRound(
   call: ModernCall,
   taskId: string,
   binding: CallBinding,
-  round: { first: boolean; responses: Record<string, Record<string, unknown>>; handOut: boolean },
+  round: { first: boolean; responses: Record<string, Record<string, unknown>>; linksAccepted: Set<string>; handOut: boolean },
 ): Promise<Record<string, unknown>> {
   const roundOver = AbortSignal.timeout(call.roundWaitMs);
   const unanswered = new Map(Object.entries(round.responses));
@@ -122,6 +131,15 @@ async function waitForRound(
     if (event.type === 'task-log') logRelay.log(event.level, event.data, event.logger);
   });
   const handle = async () => ({ resultType: 'task', ...toModernTask(await call.engine.getTask(taskId, call.userId)) });
+  // Only the links of questions still open are worth remembering.
+  const seal = async (): Promise<string> => {
+    const state: RoundState = { taskId, linksAccepted: [] };
+    if (round.linksAccepted.size > 0) {
+      const open = new Set((await call.engine.inputs.listForTask(taskId)).filter((input) => input.status === 'pending').map((input) => input.key));
+      state.linksAccepted = [...round.linksAccepted].filter((key) => open.has(key));
+    }
+    return sealRequestState(binding, state);
+  };
   try {
     const row = await call.engine.waitForTerminal(
       taskId,
@@ -138,12 +156,14 @@ async function waitForRound(
         if (answerable.length > 0) {
           const responses = Object.fromEntries(answerable.map((input) => [input.key, unanswered.get(input.key)!]));
           for (const input of answerable) unanswered.delete(input.key);
-          await answerInputResponses(call.engine, taskId, call.userId, responses, clientLabelOf(call.client));
+          const linksAccepted = await answerInputResponses(call.engine, taskId, call.userId, responses, call.client);
+          for (const key of linksAccepted) round.linksAccepted.add(key);
           answeredAny = true;
-          // The task moves on (or still waits for other questions): the next wake says which.
-          return;
+          // The task moves on (or still waits for other questions): the next wake says which. Links
+          // accepted move nothing: the questions left are asked now.
+          if (linksAccepted.length < answerable.length) return;
         }
-        const asks = inputRequestsFor(inputs, call.client);
+        const asks = inputRequestsFor(inputs, call.client, call.engine.taskPageUrl(taskId), round.linksAccepted);
         if (Object.keys(asks).length > 0) throw new RoundOver(asks);
       },
       progress && ((task) => progress.sync(task)),
@@ -153,12 +173,12 @@ async function waitForRound(
   } catch (error) {
     if (error instanceof RoundOver) {
       if (!error.inputRequests) return await handle();
-      return { resultType: 'input_required', inputRequests: error.inputRequests, requestState: await sealRequestState(binding, taskId) };
+      return { resultType: 'input_required', inputRequests: error.inputRequests, requestState: await seal() };
     }
     if (roundOver.aborted && !call.signal.aborted) {
       if (round.handOut) return await handle();
       // Still working (or waiting for a person in the dashboard): the retry with this state waits again.
-      return { resultType: 'input_required', requestState: await sealRequestState(binding, taskId) };
+      return { resultType: 'input_required', requestState: await seal() };
     }
     if (call.signal.aborted && call.signal.reason !== shuttingDown && round.first) {
       // The client closed the only request that knew the task: that is its cancellation (nothing else holds the task).

@@ -1,26 +1,32 @@
 import { and, asc, eq, gt, isNull } from 'drizzle-orm';
-import { changes, defineQuery, first, rows, type Program } from '../run';
+import { changes, defineQuery, first, lock, rows, type Program } from '../run';
 import type { emailConfirmations } from '../schema';
 import { resumeEmailTargetOf } from './notifications';
 
 export type EmailConfirmationRow = typeof emailConfirmations.$inferSelect;
 
-export const createEmailConfirmation = defineQuery(function* (q, confirmation: Omit<EmailConfirmationRow, 'usedAt'>): Program<void> {
-  yield* changes(q.db.insert(q.t.emailConfirmations).values(confirmation));
-});
-
-/** When the user's links sent since `since` were sent, oldest first: sending one is bounded per hour. */
-export const listEmailConfirmationTimesSince = defineQuery(function* (q, userId: string, since: number): Program<number[]> {
-  const { emailConfirmations: confirmations } = q.t;
-  const found = yield* rows(
-    q.db
-      .select({ createdAt: confirmations.createdAt })
-      .from(confirmations)
-      .where(and(eq(confirmations.userId, userId), gt(confirmations.createdAt, since)))
-      .orderBy(asc(confirmations.createdAt)),
-  );
-  return found.map((row) => row.createdAt);
-});
+/**
+ * Stores a link about to be sent, unless the user was sent `perHour` links in the hour before `now`: then
+ * nothing is stored and the times of those links (oldest first) say when the next may go. Counted and
+ * stored in one transaction under a per-user lock, so presses at once cannot pass the allowance together.
+ */
+export const reserveEmailConfirmation = defineQuery(
+  function* (q, confirmation: Omit<EmailConfirmationRow, 'usedAt'>, perHour: number): Program<{ ok: true } | { ok: false; sentAt: number[] }> {
+    const { emailConfirmations: confirmations } = q.t;
+    yield* lock(q, `email-confirmations:${confirmation.userId}`);
+    const recent = yield* rows(
+      q.db
+        .select({ createdAt: confirmations.createdAt })
+        .from(confirmations)
+        .where(and(eq(confirmations.userId, confirmation.userId), gt(confirmations.createdAt, confirmation.createdAt - 60 * 60 * 1000)))
+        .orderBy(asc(confirmations.createdAt)),
+    );
+    if (recent.length >= perHour) return { ok: false, sentAt: recent.map((row) => row.createdAt) };
+    yield* changes(q.db.insert(q.t.emailConfirmations).values(confirmation));
+    return { ok: true };
+  },
+  { transaction: 'immediate' },
+);
 
 export type EmailConfirmationOutcome = 'confirmed' | 'unknown' | 'another-account' | 'another-address' | 'used' | 'expired';
 

@@ -1,6 +1,6 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import { errors, jwtVerify, SignJWT } from 'jose';
-import { createEmailConfirmation, listEmailConfirmationTimesSince, useEmailConfirmation } from '@/db/queries/email-confirmations';
+import { reserveEmailConfirmation, useEmailConfirmation } from '@/db/queries/email-confirmations';
 import type { User } from '@/db/queries/users';
 import { getServerSecret } from '@/lib/auth/secret';
 import type { MailSender } from './mail';
@@ -31,15 +31,14 @@ function signingKey(): Uint8Array {
 
 /** Mails the account's address a link that proves it, within the hourly allowance. */
 export async function sendConfirmationLink(user: Pick<User, 'id' | 'email'>, mail: MailSender, appUrl: string, now = Date.now()): Promise<{ ok: true } | { error: string }> {
-  const recent = await listEmailConfirmationTimesSince(user.id, now - 60 * 60 * 1000);
-  if (recent.length >= confirmationLinksPerHour) {
-    const minutes = Math.max(1, Math.ceil((recent[0] + 60 * 60 * 1000 - now) / 60_000));
-    return { error: `At most ${confirmationLinksPerHour} links an hour: open the newest one you were sent, or try again in ${minutes} minute${minutes === 1 ? '' : 's'}.` };
-  }
   const id = randomUUID();
   const expiresAt = now + confirmationLinkTtlMs;
   // Stored before sending: a message the mail server refused still counts against the allowance.
-  await createEmailConfirmation({ id, userId: user.id, email: user.email, createdAt: now, expiresAt });
+  const reserved = await reserveEmailConfirmation({ id, userId: user.id, email: user.email, createdAt: now, expiresAt }, confirmationLinksPerHour);
+  if (!reserved.ok) {
+    const minutes = Math.max(1, Math.ceil((reserved.sentAt[0] + 60 * 60 * 1000 - now) / 60_000));
+    return { error: `At most ${confirmationLinksPerHour} links an hour: open the newest one you were sent, or try again in ${minutes} minute${minutes === 1 ? '' : 's'}.` };
+  }
   const token = await new SignJWT({ email: user.email })
     .setProtectedHeader({ alg: 'HS256' })
     .setSubject(user.id)

@@ -458,6 +458,15 @@ describe('e-mail', () => {
     expect(mailsTo('pam@example.com')).toHaveLength(sent);
   });
 
+  it('mails at most three confirmation links an hour, however many presses arrive at once', async () => {
+    const cookie = await signedIn('una@example.com');
+    const presses = await Promise.all(Array.from({ length: 12 }, () => notificationsAction('sendConfirmationLinkAction', formArguments(), cookie)));
+    expect(presses.filter((press) => press.text.includes('"sent":"una@example.com"'))).toHaveLength(3);
+    expect(presses.filter((press) => /At most 3 links an hour/.test(press.text))).toHaveLength(9);
+    await expect.poll(() => mailsTo('una@example.com').length, { timeout: 10_000 }).toBe(3);
+    expect((server.db().prepare('SELECT count(*) AS n FROM email_confirmations WHERE user_id = ?').get(userIdOf('una@example.com')) as { n: number }).n).toBe(3);
+  });
+
   it('holds e-mail to an address nobody proved (an account from before addresses were proved) until it is proved', async () => {
     const mcp = await client('rex@example.com');
     const cookie = await signedIn('rex@example.com');

@@ -582,7 +582,9 @@ describe('when sessions end', () => {
     expect(removed.stderr).toContain('Their webhooks, subscribed browsers and e-mail notifications are removed.');
     expect(channelsOf('tess@example.com')).toEqual([]);
     expect(preferences()).toEqual({ n: 0 });
-  });
+    // Nine command-line runs and sign-ins, each starting tsx or hashing a password with scrypt: about 8 s
+    // alone, past 30 s while the machine runs other suites.
+  }, 60_000);
 
   it('forgets the browser signed out of, and lets a browser tell one person at most', async () => {
     const mcp = await client('uma@example.com');

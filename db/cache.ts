@@ -11,20 +11,24 @@ import { subscribeNotifications } from './notify';
  *   SQLite's `data_version`, which empties every cache before the next read (the counter is read at
  *   most once per clock millisecond: a write committed in the millisecond of the last check is seen by
  *   the first read of the next one).
- * - PostgreSQL: a trigger on each cached table announces every changed or deleted row at commit
- *   (drizzle-pg/0001_row_change_notifications.sql); each instance drops that entry when the
- *   notification arrives, milliseconds later, and a read still on its way then is not kept (`stamp`).
+ * - PostgreSQL: a trigger on each cached table announces every changed or deleted row at commit, by
+ *   its id (drizzle-pg's row_change_notifications and notifications_carry_ids migrations); each
+ *   instance drops that entry when the notification arrives, milliseconds later, and a read still on its way then is not kept (`stamp`).
  *   While the listening connection is down, an entry may be at most `maxAgeMs` old; every cache is
  *   emptied when it comes back.
  */
 export class RowCache<K, V> {
   private readonly entries = new Map<K, { value: V; storedAt: number }>();
+  /** The entry of each row, by the row's own key, for a cache keyed otherwise (`rowKeyOf`). */
+  private readonly keysByRow = new Map<string, K>();
   /** How many times entries were dropped: a read that began before a drop may hold what it dropped. */
   private drops = 0;
 
   constructor(
     private readonly maxEntries: number,
     private readonly maxAgeMs: number,
+    /** The key by which a row's change is announced, when it is not the cache's key. */
+    private readonly rowKeyOf?: (value: V) => string,
   ) {}
 
   /** The cached row while it is fresh enough; undefined sends the caller to the database. */
@@ -33,7 +37,7 @@ export class RowCache<K, V> {
     const hit = this.entries.get(key);
     if (!hit) return undefined;
     if (Date.now() - hit.storedAt >= this.maxAgeMs) {
-      this.entries.delete(key);
+      this.remove(key);
       return undefined;
     }
     // Re-inserting keeps the Map in least-recently-used order.
@@ -56,13 +60,11 @@ export class RowCache<K, V> {
    * to the database again). Undefined is not kept: a missing row may appear.
    */
   set(key: K, value: V | undefined, stamp: number): void {
-    if (value === undefined || stamp !== this.drops) {
-      this.entries.delete(key);
-      return;
-    }
-    this.entries.delete(key);
+    this.remove(key);
+    if (value === undefined || stamp !== this.drops) return;
     this.entries.set(key, { value, storedAt: Date.now() });
-    if (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value as K);
+    if (this.rowKeyOf) this.keysByRow.set(this.rowKeyOf(value), key);
+    if (this.entries.size > this.maxEntries) this.remove(this.entries.keys().next().value as K);
   }
 
   /** Changes a cached row in place after this process wrote the same change to the database. */
@@ -73,17 +75,35 @@ export class RowCache<K, V> {
 
   delete(key: K): void {
     this.drops += 1;
-    this.entries.delete(key);
+    this.remove(key);
+  }
+
+  /** Drops the entry of the row whose own key this is (see `rowKeyOf`). */
+  deleteRow(rowKey: string): void {
+    this.drops += 1;
+    const key = this.keysByRow.get(rowKey);
+    if (key !== undefined) this.remove(key);
   }
 
   clear(): void {
     this.drops += 1;
     this.entries.clear();
+    this.keysByRow.clear();
+  }
+
+  private remove(key: K): void {
+    const hit = this.entries.get(key);
+    if (!hit) return;
+    this.entries.delete(key);
+    if (this.rowKeyOf) this.keysByRow.delete(this.rowKeyOf(hit.value));
   }
 }
 
-/** Which row changes drop entries: a changed row's key names the entry, or any change empties the cache. */
-export type InvalidatedBy = Record<string, 'key' | 'all'>;
+/**
+ * Which row changes drop entries: a changed row's key names the entry (`key`: the cache's key; `row`:
+ * the key `rowKeyOf` reads off a cached row), or any change empties the cache (`all`).
+ */
+export type InvalidatedBy = Record<string, 'key' | 'row' | 'all'>;
 
 interface CacheRegistry {
   caches: Map<string, RowCache<unknown, unknown>>;
@@ -103,10 +123,10 @@ const registry: CacheRegistry = (globalForCaches.__mcpTaskServerRowCaches ??= { 
  * The process's one cache of that name. `invalidatedBy` names the tables (as PostgreSQL's triggers name
  * them) whose row changes drop its entries.
  */
-export function rowCache<K, V>(name: string, maxEntries: number, maxAgeMs: number, invalidatedBy: InvalidatedBy = {}): RowCache<K, V> {
+export function rowCache<K, V>(name: string, maxEntries: number, maxAgeMs: number, invalidatedBy: InvalidatedBy = {}, rowKeyOf?: (value: V) => string): RowCache<K, V> {
   let cache = registry.caches.get(name);
   if (!cache) {
-    cache = new RowCache<unknown, unknown>(maxEntries, maxAgeMs);
+    cache = new RowCache<unknown, unknown>(maxEntries, maxAgeMs, rowKeyOf as ((value: unknown) => string) | undefined);
     registry.caches.set(name, cache);
     registry.invalidatedBy.set(name, invalidatedBy);
   }
@@ -121,11 +141,13 @@ function followRowChanges(store: Extract<Store, { dialect: 'pg' }>): void {
   clearAll();
   subscribeNotifications(store, {
     onPayload: (payload) => {
-      if (payload.k !== 'row' || typeof payload.table !== 'string') return;
+      // Anyone who may connect can send one: the worst it does is drop entries, which are read again.
+      if (payload.k !== 'row' || typeof payload.table !== 'string' || typeof payload.key !== 'string') return;
       for (const [name, tables] of registry.invalidatedBy) {
         const how = tables[payload.table];
         if (how === 'all') registry.caches.get(name)?.clear();
         else if (how === 'key') registry.caches.get(name)?.delete(payload.key);
+        else if (how === 'row') registry.caches.get(name)?.deleteRow(payload.key);
       }
     },
     onReconnect: clearAll,

@@ -1,4 +1,4 @@
-import { RateLimiterMemory, RateLimiterPostgres, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { getStore } from './client';
 
 export interface LimiterOptions {
@@ -19,7 +19,7 @@ export interface LimiterOptions {
 export function createLimiter(options: LimiterOptions): RateLimiterAbstract {
   const store = getStore();
   if (store.dialect === 'sqlite') return new RateLimiterMemory(options);
-  return new RateLimiterPostgres({
+  return new SharedLimiter({
     ...options,
     storeClient: store.pool,
     storeType: 'pool',
@@ -28,4 +28,40 @@ export function createLimiter(options: LimiterOptions): RateLimiterAbstract {
     tableCreated: true,
     insuranceLimiter: new RateLimiterMemory(options),
   });
+}
+
+/**
+ * Whether this process counts in memory because PostgreSQL did not answer. Process-wide, on
+ * globalThis, so that every limit (in every bundle of this module) says it once per outage together.
+ */
+const limitsState = globalThis as unknown as { __mcpTaskServerLimitsInMemory?: boolean };
+
+/**
+ * A limiter on PostgreSQL that tells the operator when its counting moves to memory, where each instance
+ * counts alone and a limit holds per instance only, and when it is back. It hooks the library's two
+ * steps that see this: every failed store operation passes `_handleError` (a refusal is a
+ * `RateLimiterRes`, not a failure), and every consume the store answered passes `_afterConsume`.
+ */
+class SharedLimiter extends RateLimiterPostgres {
+  _handleError(error: unknown, ...rest: unknown[]): void {
+    if (!(error instanceof RateLimiterRes) && !limitsState.__mcpTaskServerLimitsInMemory) {
+      limitsState.__mcpTaskServerLimitsInMemory = true;
+      const reason = error instanceof Error ? error.message : String(error);
+      console.error(`Rate limits are counted in this instance's memory until PostgreSQL answers again (${reason}): meanwhile each instance counts only its own requests.`);
+    }
+    libraryStep('_handleError').call(this, error, ...rest);
+  }
+
+  _afterConsume(...args: unknown[]): void {
+    if (limitsState.__mcpTaskServerLimitsInMemory) {
+      limitsState.__mcpTaskServerLimitsInMemory = false;
+      console.error('Rate limits are counted in PostgreSQL again, for every instance together.');
+    }
+    libraryStep('_afterConsume').call(this, ...args);
+  }
+}
+
+/** The library's own implementation of a step SharedLimiter hooks (not part of its typed interface). */
+function libraryStep(name: '_handleError' | '_afterConsume'): (...args: unknown[]) => void {
+  return (RateLimiterPostgres.prototype as unknown as Record<string, (...args: unknown[]) => void>)[name];
 }

@@ -6,10 +6,11 @@ import type { Store } from './client';
  * and the row changes that drop cache entries (db/cache.ts, sent by triggers). One listening connection
  * per process, opened by the first subscriber. When it drops (the server restarted, the network broke)
  * it is opened again, and every subscriber's `onReconnect` runs: notifications may have been missed.
+ *
+ * Any role that may connect to the database can LISTEN and NOTIFY on any channel, whatever its table
+ * privileges: a payload carries only ids, never data, and a listener believes only the rows it reads.
  */
 export const NOTIFY_CHANNEL = 'mcp_task_server';
-/** PostgreSQL refuses a payload of 8000 bytes or more. */
-export const MAX_NOTIFY_PAYLOAD_BYTES = 7_900;
 
 interface Subscriber {
   onPayload(payload: Record<string, unknown>): void;
@@ -79,6 +80,30 @@ export function subscribeNotifications(store: Extract<Store, { dialect: 'pg' }>,
 
 export async function notify(store: Extract<Store, { dialect: 'pg' }>, payload: string): Promise<void> {
   await store.pool.query('SELECT pg_notify($1, $2)', [NOTIFY_CHANNEL, payload]);
+}
+
+/**
+ * Notifies with a payload that points to a message kept in `relayed_messages` (a tool's log line, its
+ * request to close a stream: things no other row holds) as `r`, the message's id. One statement: the
+ * message is committed before the notification is sent.
+ */
+export async function notifyWithRelayedMessage(store: Extract<Store, { dialect: 'pg' }>, payload: Record<string, unknown>, taskId: string, message: unknown): Promise<void> {
+  await store.pool.query(
+    `WITH kept AS (INSERT INTO relayed_messages (task_id, message, created_at) VALUES ($2, $3, $4) RETURNING id)
+     SELECT pg_notify($1, ($5::jsonb || jsonb_build_object('r', kept.id))::text) FROM kept`,
+    [NOTIFY_CHANNEL, taskId, JSON.stringify(message), Date.now(), JSON.stringify(payload)],
+  );
+}
+
+/** The message a notification points to, when it is one of that task's; undefined otherwise. */
+export async function readRelayedMessage(store: Extract<Store, { dialect: 'pg' }>, id: number, taskId: string): Promise<unknown> {
+  const { rows } = await store.pool.query<{ message: string }>('SELECT message FROM relayed_messages WHERE id = $1 AND task_id = $2', [id, taskId]);
+  return rows.length > 0 ? JSON.parse(rows[0].message) : undefined;
+}
+
+/** Deletes the relayed messages written before `before` (ms since the epoch): every listener has read them. */
+export async function sweepRelayedMessages(store: Extract<Store, { dialect: 'pg' }>, before: number): Promise<void> {
+  await store.pool.query('DELETE FROM relayed_messages WHERE created_at < $1', [before]);
 }
 
 /** Ends the listening connection (a CLI or a test that is done with the database). */

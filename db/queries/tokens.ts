@@ -35,7 +35,7 @@ const selectTokenById = preparedQuery((q) => q.db.select().from(q.t.accessTokens
 
 type TokenWithUser = { token: AccessToken; user: { id: string; email: string; name: string | null } };
 /** Every request looks its token up by hash; see RowCache for how stale an entry may be. */
-const tokensByHash = rowCache<string, TokenWithUser>('access-tokens-by-hash', 10_000, 5_000, { access_tokens: 'key', users: 'all' });
+const tokensByHash = rowCache<string, TokenWithUser>('access-tokens-by-hash', 10_000, 5_000, { access_tokens: 'row', users: 'all' }, (found) => found.token.id);
 
 export const getAccessTokenByHash = defineQuery(function* (q, tokenHash: string): Program<TokenWithUser | undefined> {
   const hit = tokensByHash.peek(tokenHash);

@@ -1,7 +1,9 @@
+import { z } from 'zod';
 import { getStore } from '@/db/client';
-import { MAX_NOTIFY_PAYLOAD_BYTES, notify, subscribeNotifications } from '@/db/notify';
+import { notify, notifyWithRelayedMessage, readRelayedMessage, subscribeNotifications, sweepRelayedMessages } from '@/db/notify';
 import { getTaskInputById } from '@/db/queries/inputs';
 import { getTaskById } from '@/db/queries/tasks';
+import { logLevels } from '@/lib/tools/define';
 import { createInProcessBus, publishTaskEvent, topics, type BusEvent, type EventBus, type TaskBusEvent } from './bus';
 
 /**
@@ -11,41 +13,73 @@ import { createInProcessBus, publishTaskEvent, topics, type BusEvent, type Event
  * delivers the event to its own listeners, marked `remote`: listeners that write (the session's status
  * notification) or log leave those to the instance where the change happened.
  *
+ * Anyone allowed to connect to the database can listen on the channel and send on it. So a notification
+ * carries ids only, and nothing it claims is believed: the event delivered is built from the rows read
+ * (a task's progress from the task, a deletion only when the task is gone), and a log message, which no
+ * other row holds, is kept in `relayed_messages` for the notification to point to. A forged notification
+ * costs a read of the truth, and its listeners a wake-up.
+ *
  * When the listening connection comes back after a drop, every topic with listeners gets a `resync`
  * event: waiters read again what they wait for, as they do on any event.
  */
-type Wire =
-  | { k: 'task'; t: string; u: string; tr: boolean }
-  | { k: 'progress'; t: string; u: string; p: number; n?: number; m?: string }
-  | { k: 'log'; t: string; u: string; l: string; d: unknown; g?: string }
-  | { k: 'close'; t: string; u: string }
-  | { k: 'deleted'; t: string; u: string }
-  | { k: 'input'; i: string; t: string; u: string }
-  | { k: 'message'; s: string; st: string | null; id: number }
-  | { k: 'released' };
+const id = z.string().min(1).max(200);
+const relayedId = z.number().int().positive();
+const wireSchema = z.discriminatedUnion('k', [
+  /** `tr`: the change may be a transition; only decides which listeners read again. */
+  z.object({ k: z.literal('task'), t: id, u: id, tr: z.boolean() }),
+  z.object({ k: z.literal('progress'), t: id, u: id }),
+  z.object({ k: z.literal('log'), t: id, u: id, r: relayedId }),
+  z.object({ k: z.literal('close'), t: id, u: id, r: relayedId }),
+  z.object({ k: z.literal('deleted'), t: id, u: id }),
+  z.object({ k: z.literal('input'), i: id, t: id, u: id }),
+  z.object({ k: z.literal('message'), s: id, st: id.nullable(), id: z.number().int() }),
+  z.object({ k: z.literal('released') }),
+]);
+type Wire = z.infer<typeof wireSchema>;
+/** What this instance sends: a log message's or a close's `r` is given by the database. */
+type Outgoing = Exclude<Wire, { k: 'log' | 'close' }> | Omit<Extract<Wire, { k: 'log' | 'close' }>, 'r'>;
 
-const wireKinds = new Set(['task', 'progress', 'log', 'close', 'deleted', 'input', 'message', 'released']);
+const logMessageSchema = z.object({ level: z.enum(logLevels), data: z.unknown(), logger: z.string().optional() });
+
+/** Relayed messages are read within milliseconds of their notification; a minute is plenty. */
+const relayedMessageKeepMs = 60_000;
+const relayedMessageSweepMs = 30_000;
+/** Relayed messages already delivered here, so that a notification sent again delivers nothing twice. */
+const deliveredRelayedLimit = 10_000;
 
 export function createSharedBus(instanceId: string): EventBus & { close(): void } {
-  const store = getStore();
-  if (store.dialect !== 'pg') throw new Error('The shared bus needs DATABASE_URL (PostgreSQL)');
+  const opened = getStore();
+  if (opened.dialect !== 'pg') throw new Error('The shared bus needs DATABASE_URL (PostgreSQL)');
+  const store = opened;
   const local = createInProcessBus();
+  const deliveredRelayed = new Set<number>();
   const stop = subscribeNotifications(store, {
     onPayload: (payload) => {
-      if (payload.o === instanceId || !wireKinds.has(payload.k as string)) return;
-      receive(payload as Wire).catch((error: unknown) => console.error('A notification from another instance could not be read', error));
+      if (payload.o === instanceId) return;
+      const parsed = wireSchema.safeParse(payload);
+      if (!parsed.success) return;
+      receive(parsed.data).catch((error: unknown) => console.error('A notification from another instance could not be read', error));
     },
     onReconnect: () => local.resync(),
   });
+  const sweep = setInterval(() => {
+    sweepRelayedMessages(store, Date.now() - relayedMessageKeepMs).catch((error: unknown) => console.error('Deleting relayed messages failed', error));
+  }, relayedMessageSweepMs);
+  sweep.unref();
 
-  const send = (wire: Wire) => {
-    const payload = JSON.stringify({ o: instanceId, ...wire });
-    if (Buffer.byteLength(payload) > MAX_NOTIFY_PAYLOAD_BYTES) {
-      // Only a log message's data can be this large: other instances get it without its data.
-      if (wire.k !== 'log') return;
-      return send({ ...wire, d: '(too large to relay to another instance)' });
-    }
-    notify(store, payload).catch((error: unknown) => console.error('Could not notify the other instances', error));
+  const sent = (error: unknown) => console.error('Could not notify the other instances', error);
+  const send = (wire: Outgoing, relayed?: { taskId: string; message: unknown }) => {
+    const payload = { o: instanceId, ...wire };
+    if (relayed) notifyWithRelayedMessage(store, payload, relayed.taskId, relayed.message).catch(sent);
+    else notify(store, JSON.stringify(payload)).catch(sent);
+  };
+
+  /** Whether this relayed message is new here; remembers it. */
+  const firstDelivery = (relayed: number): boolean => {
+    if (deliveredRelayed.has(relayed)) return false;
+    deliveredRelayed.add(relayed);
+    if (deliveredRelayed.size > deliveredRelayedLimit) deliveredRelayed.delete(deliveredRelayed.values().next().value as number);
+    return true;
   };
 
   async function receive(message: Wire): Promise<void> {
@@ -66,6 +100,42 @@ export function createSharedBus(instanceId: string): EventBus & { close(): void 
     if (event) publishTaskEvent(local, event);
   }
 
+  /** The event a notification stands for, built from the rows read now; undefined when they say nothing happened. */
+  async function readEvent(message: Exclude<Wire, { k: 'message' } | { k: 'released' }>): Promise<TaskBusEvent | undefined> {
+    if (message.k === 'input') {
+      const input = await getTaskInputById(message.i);
+      return input && { type: 'input-changed', input, remote: true };
+    }
+    const task = await getTaskById(message.t);
+    if (message.k === 'deleted') return task ? undefined : { type: 'task-deleted', taskId: message.t, userId: message.u, remote: true };
+    if (!task) return undefined;
+    switch (message.k) {
+      case 'task':
+        return { type: 'task-changed', task, transition: message.tr, remote: true };
+      case 'progress':
+        // Reports are stored about once a second: one not stored yet is seen with the next.
+        if (task.progress === null) return undefined;
+        return {
+          type: 'task-progress',
+          task,
+          progress: task.progress,
+          ...(task.progressTotal !== null ? { total: task.progressTotal } : {}),
+          ...(task.progressMessage !== null ? { message: task.progressMessage } : {}),
+          remote: true,
+        };
+      case 'log': {
+        const log = logMessageSchema.safeParse(await readRelayedMessage(store, message.r, task.id));
+        if (!log.success || !firstDelivery(message.r)) return undefined;
+        return { type: 'task-log', task, level: log.data.level, data: log.data.data, ...(log.data.logger !== undefined ? { logger: log.data.logger } : {}), remote: true };
+      }
+      case 'close': {
+        const close = await readRelayedMessage(store, message.r, task.id);
+        if (close === undefined || !firstDelivery(message.r)) return undefined;
+        return { type: 'task-stream-close', task, remote: true };
+      }
+    }
+  }
+
   return {
     publish(topic, event) {
       local.publish(topic, event);
@@ -77,49 +147,34 @@ export function createSharedBus(instanceId: string): EventBus & { close(): void 
       } else if (event.type === 'leases-released') {
         send({ k: 'released' });
       } else if (topic === topics.allTasks && event.type !== 'resync') {
-        send(wireOf(event));
+        sendTaskEvent(event);
       }
     },
     subscribe: (topic, listener) => local.subscribe(topic, listener),
     resync: () => local.resync(),
-    close: stop,
+    close: () => {
+      clearInterval(sweep);
+      stop();
+    },
   };
-}
 
-function wireOf(event: TaskBusEvent): Wire {
-  switch (event.type) {
-    case 'task-changed':
-      return { k: 'task', t: event.task.id, u: event.task.userId, tr: event.transition };
-    case 'task-progress':
-      return { k: 'progress', t: event.task.id, u: event.task.userId, p: event.progress, n: event.total, m: event.message };
-    case 'task-log':
-      return { k: 'log', t: event.task.id, u: event.task.userId, l: event.level, d: event.data, g: event.logger };
-    case 'task-stream-close':
-      return { k: 'close', t: event.task.id, u: event.task.userId };
-    case 'task-deleted':
-      return { k: 'deleted', t: event.taskId, u: event.userId };
-    case 'input-changed':
-      return { k: 'input', i: event.input.id, t: event.input.taskId, u: event.input.userId };
-  }
-}
-
-/** The event a notification stands for, with the rows read now; undefined when the row is gone. */
-async function readEvent(message: Exclude<Wire, { k: 'message' } | { k: 'released' }>): Promise<TaskBusEvent | undefined> {
-  if (message.k === 'deleted') return { type: 'task-deleted', taskId: message.t, userId: message.u, remote: true };
-  if (message.k === 'input') {
-    const input = await getTaskInputById(message.i);
-    return input && { type: 'input-changed', input, remote: true };
-  }
-  const task = await getTaskById(message.t);
-  if (!task) return undefined;
-  switch (message.k) {
-    case 'task':
-      return { type: 'task-changed', task, transition: message.tr, remote: true };
-    case 'progress':
-      return { type: 'task-progress', task, progress: message.p, total: message.n, message: message.m, remote: true };
-    case 'log':
-      return { type: 'task-log', task, level: message.l as Extract<TaskBusEvent, { type: 'task-log' }>['level'], data: message.d, logger: message.g, remote: true };
-    case 'close':
-      return { type: 'task-stream-close', task, remote: true };
+  function sendTaskEvent(event: TaskBusEvent): void {
+    switch (event.type) {
+      case 'task-changed':
+        return send({ k: 'task', t: event.task.id, u: event.task.userId, tr: event.transition });
+      case 'task-progress':
+        return send({ k: 'progress', t: event.task.id, u: event.task.userId });
+      case 'task-log':
+        return send(
+          { k: 'log', t: event.task.id, u: event.task.userId },
+          { taskId: event.task.id, message: { level: event.level, data: event.data, ...(event.logger !== undefined ? { logger: event.logger } : {}) } },
+        );
+      case 'task-stream-close':
+        return send({ k: 'close', t: event.task.id, u: event.task.userId }, { taskId: event.task.id, message: {} });
+      case 'task-deleted':
+        return send({ k: 'deleted', t: event.taskId, u: event.userId });
+      case 'input-changed':
+        return send({ k: 'input', i: event.input.id, t: event.input.taskId, u: event.input.userId });
+    }
   }
 }

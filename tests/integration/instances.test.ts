@@ -1,8 +1,10 @@
 import { CallToolResultSchema, TaskStatusNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { createHash } from 'node:crypto';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCluster, type Cluster } from '../helpers/cluster';
 import { callServerAction, setPassword, signIn } from '../helpers/dashboard';
-import { connectSdk2Client, connectSdkClient, RawMcp, replyOf, SseReader, untilNotRefused, type RpcReply } from '../helpers/mcp';
+import { connectSdk2Client, connectSdkClient, messagesOf, RawMcp, replyOf, SseReader, untilNotRefused, type RpcReply } from '../helpers/mcp';
 import { BrowserSession, pkcePair, publicClientMetadata, registerClient, tokenRequest } from '../helpers/oauth';
 import { createToken, type TestServer } from '../helpers/server';
 
@@ -77,6 +79,8 @@ function expectRefusal(reply: RpcReply, reason: RegExp, id?: string | null) {
 }
 
 const streamCap = new RegExp(`already has ${caps.streams} streams open .*MCP_MAX_STREAMS_PER_USER`);
+
+const tokenHashOf = (secret: string) => createHash('sha256').update(secret).digest('hex');
 
 const taskRow = (id: string) => cluster.instances[1].db().prepare('SELECT status, status_message, runner, attempt FROM tasks WHERE id = ?').get(id) as any;
 
@@ -216,6 +220,80 @@ describe('several instances behind a load balancer', () => {
       await mcp.initialize();
       expect((await mcp.call('tools/list')).tools.map((tool: { name: string }) => tool.name)).toContain('delay');
     }
+  });
+
+  it('refuses a token revoked on one instance on every other at once, and ends its open stream there', async () => {
+    const [a, b] = cluster.instances;
+    const email = 'revoked-across@example.com';
+    const revoked = createToken(a, email);
+    const onB = await sessionOn(b.mcpUrl, {}, revoked);
+    const stream = await openGetStreamOn(onB, b);
+    // B has just read the token, and keeps it for seconds unless told the row changed.
+    expect((await onB.request('ping')).status).toBe(200);
+
+    expect(setPassword(a, email, dashboardPassword).status).toBe(0);
+    const { sessionCookie } = await signIn(a, email, dashboardPassword);
+    const { id: tokenId } = b.db().prepare('SELECT t.id FROM access_tokens t JOIN users u ON u.id = t.user_id WHERE u.email = ?').get(email) as { id: string };
+    const pressed = await callServerAction(a, {
+      page: '/tokens',
+      filename: 'app/(dashboard)/tokens/actions.ts',
+      exportedName: 'revokeTokenAction',
+      body: JSON.stringify([tokenId]),
+      cookie: sessionCookie,
+    });
+    expect(pressed.status).toBe(200);
+
+    // The stream B holds ends (B checks the tokens of its open streams), and B refuses the token from
+    // then on: its cached copy went with the row's change, long before it would have lapsed.
+    expect(await stream.next(10_000)).toBeNull();
+    const refused = await onB.request('ping');
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get('www-authenticate')).toMatch(/^Bearer /);
+    for (const instance of cluster.instances) expect((await elsewhere(onB, instance).request('ping')).status).toBe(401);
+  });
+
+  it('believes no notification on the shared channel, which anyone who may connect can send: a forged one only makes it read the truth', async () => {
+    const [a, b] = cluster.instances;
+    const onB = await sessionOn(b.mcpUrl, { elicitation: {} });
+    await onB.call('logging/setLevel', { level: 'debug' });
+    // A plain call, followed on B where its tool runs, waiting for its question to be answered.
+    const call = new SseReader(await onB.post({ jsonrpc: '2.0', id: 'forged', method: 'tools/call', params: { name: 'ask_human', arguments: { question: 'Believe it?' } } }));
+    const question = await call.nextMessageWhere((message) => message.method === 'elicitation/create');
+    const task = b.db().prepare('SELECT id, user_id FROM tasks WHERE session_id = ?').get(onB.sessionId) as { id: string; user_id: string };
+    const { id: tokenId } = b.db().prepare('SELECT id FROM access_tokens WHERE token_hash = ?').get(tokenHashOf(token)) as { id: string };
+
+    const forger = new pg.Client({ connectionString: cluster.database.url });
+    await forger.connect();
+    try {
+      const t = task.id;
+      const u = task.user_id;
+      for (const forged of [
+        { k: 'log', t, u, l: 'emergency', d: 'a forged log message', r: 1 },
+        { k: 'log', t, u, l: 'emergency', d: 'a forged log message' },
+        { k: 'close', t, u, r: 1 },
+        { k: 'close', t, u },
+        { k: 'progress', t, u, p: 99, n: 100, m: 'forged progress' },
+        { k: 'task', t, u, tr: true, status: 'completed' },
+        { k: 'deleted', t, u },
+        { k: 'input', i: 'no-such-input', t, u },
+        { k: 'row', table: 'access_tokens', key: tokenId },
+        { k: 'task', t: 42, u },
+      ]) {
+        await forger.query('SELECT pg_notify($1, $2)', ['mcp_task_server', JSON.stringify({ o: 'forger', ...forged })]);
+      }
+    } finally {
+      await forger.end();
+    }
+
+    // The answer comes through A, after the forgeries: B hears of it on the same channel, in that order.
+    const answered = await elsewhere(onB, a).post({ jsonrpc: '2.0', id: question.id, result: { action: 'accept', content: { answer: 'only the truth' } } });
+    expect(answered.status).toBe(202);
+    const rest = messagesOf(await call.readAll());
+    // Nothing but the call's result: no forged log message, no progress, the stream not closed early.
+    expect(rest).toHaveLength(1);
+    expect(rest[0]).toMatchObject({ id: 'forged', result: { structuredContent: { action: 'accept', content: { answer: 'only the truth' } } } });
+    expect(taskRow(task.id).status).toBe('completed');
+    expect((await onB.request('ping')).status).toBe(200);
   });
 
   it('takes over the tasks of a killed instance: resumed or honestly failed, each once, questions kept', async () => {

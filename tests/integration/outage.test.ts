@@ -136,4 +136,34 @@ describe('PostgreSQL stopped and started again', () => {
     expect(html).not.toContain('The database cannot be reached');
     expect((await fetch(`${relayed.url}/healthz`)).status).toBe(200);
   });
+
+  it('says once in the log that rate limits are counted in memory while PostgreSQL is away, and once that they are back', async () => {
+    const inMemory = "Rate limits are counted in this instance's memory until PostgreSQL answers again";
+    const back = 'Rate limits are counted in PostgreSQL again, for every instance together.';
+    const said = (sentence: string) => relayed.output().split(sentence).length - 1;
+    const before = { inMemory: said(inMemory), back: said(back) };
+    // Each sign-in attempt counts against three limits before it reads the account.
+    const attempt = () => signIn(relayed, 'limited@example.com', 'not the password');
+
+    await relay.cut();
+    try {
+      for (let i = 0; i < 3; i += 1) await attempt();
+      expect(said(inMemory)).toBe(before.inMemory + 1);
+      expect(said(back)).toBe(before.back);
+    } finally {
+      await relay.restore();
+    }
+    await expect
+      .poll(
+        async () => {
+          await attempt();
+          return said(back);
+        },
+        { timeout: 20_000, interval: 250 },
+      )
+      .toBe(before.back + 1);
+    for (let i = 0; i < 3; i += 1) await attempt();
+    expect(said(back)).toBe(before.back + 1);
+    expect(said(inMemory)).toBe(before.inMemory + 1);
+  });
 });

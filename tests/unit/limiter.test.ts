@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RateLimiterRes } from 'rate-limiter-flexible';
+import { RateLimiterPostgres, type RateLimiterRes } from 'rate-limiter-flexible';
 import { queryRows, useFreshPostgres, type TestDatabase } from '../helpers/postgres';
 
 /**
@@ -37,7 +37,7 @@ describe('createLimiter on PostgreSQL', () => {
   it('gives separate limiters with one keyPrefix one count, as two instances would have', async () => {
     const first = createLimiter({ keyPrefix: 'test-shared', points: 3, duration: 60 });
     const second = createLimiter({ keyPrefix: 'test-shared', points: 3, duration: 60 });
-    expect(first.constructor.name).toBe('RateLimiterPostgres');
+    expect(first).toBeInstanceOf(RateLimiterPostgres);
     expect(first).not.toBe(second);
 
     expect((await first.consume('192.0.2.1')).consumedPoints).toBe(1);

@@ -1,11 +1,21 @@
 /**
- * Runs once when the server starts: checks that the database's folder can keep it (`next start`; npm
- * start's server has checked already), recovers interrupted tasks and starts the TTL sweeper at once.
+ * Runs once when the server starts, before it serves: checks that the database's folder can keep it
+ * (`next start`; npm start's server has checked already), settles the signing secret (one differing from
+ * the running instances' stops the start with one line), recovers interrupted tasks and starts the TTL
+ * sweeper at once.
  */
 export async function register() {
   if (process.env.NEXT_RUNTIME === 'nodejs') {
     const { exitUnlessStorageFit } = await import('./lib/storage/startup');
     exitUnlessStorageFit();
+    const { resolveServerSecret, SecretConflict } = await import('./lib/auth/secret');
+    try {
+      await resolveServerSecret();
+    } catch (error) {
+      const { describePostgresError } = await import('./db/postgres-copy');
+      console.error(error instanceof SecretConflict ? error.message : `Could not settle the signing secret: ${describePostgresError(error)}`);
+      process.exit(1);
+    }
     const { getRuntime } = await import('./lib/runtime');
     getRuntime();
   }

@@ -60,6 +60,25 @@ export function* lock(q: QueryContext, key: string): Program<void> {
   yield { kind: 'changes', query: { execute: () => (q.db as unknown as { execute(query: SQL): Promise<unknown> }).execute(take) } };
 }
 
+interface Executes {
+  execute(query: SQL): Promise<{ rows: unknown[]; rowCount: number | null }>;
+}
+
+/**
+ * The rows a plain SQL statement returns, run on the program's connection (its transaction's, inside
+ * one): for the tables that exist on PostgreSQL only, which have no drizzle table to build with.
+ */
+export function* selected<T>(q: QueryContext, query: SQL): Program<T[]> {
+  const db = q.db as unknown as Executes;
+  return ((yield { kind: 'rows', query: { execute: () => db.execute(query) } }) as { rows: T[] }).rows;
+}
+
+/** How many rows a plain SQL statement changed (PostgreSQL only, like `selected`). */
+export function* changed(q: QueryContext, query: SQL): Program<number> {
+  const db = q.db as unknown as Executes;
+  return (yield { kind: 'changes', query: { execute: () => db.execute(query) } }) as number;
+}
+
 export type Query<A extends unknown[], R> = ((...args: A) => Promise<R>) & {
   /** The same query as a program, to run inside another program's transaction. */
   program: (q: QueryContext, ...args: A) => Program<R>;

@@ -1,6 +1,6 @@
 import packageJson from '@/package.json';
 import { deleteEndedMcpSessions, deleteSessionMessagesOlderThan, endIdleMcpSessions, getMcpSessionById } from '@/db/queries/sessions';
-import { getServerSecret } from '@/lib/auth/secret';
+import { getServerSecret, leaveInstances } from '@/lib/auth/secret';
 import { getEnv } from '@/lib/env';
 import { instanceId } from '@/lib/instance';
 import { deleteLapsedStreamPlaces, giveBackStreamPlaces, renewStreamPlaces, sessionsWithStreamOpen, streamPlaceRenewalMs, streamPlaceTtlMs } from '@/lib/mcp/http/caps';
@@ -132,13 +132,17 @@ export function getRuntime(): Runtime {
   if (env.DATABASE_URL) setInterval(renewPlaces, streamPlaceRenewalMs).unref();
   // Next.js shuts down gracefully, waiting for open responses; streams and long waits must end first.
   // Running tasks stop without a state change and are handed back: another instance (or the next start)
-  // resumes or fails them honestly. The places of this instance's streams are given back with them.
+  // resumes or fails them honestly. The places of this instance's streams are given back with them, and
+  // it leaves the running instances, so that a change of AUTH_SECRET need not wait for its row to lapse.
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.once(signal, () => {
       handingOver ??= Promise.all([
         engine.handOver().catch((error: unknown) => console.error('Handing tasks over failed; they are taken over when their leases run out', error)),
         giveBackStreamPlaces().catch((error: unknown) =>
           console.error(`Giving back the places of this instance's streams failed; they stop counting within ${streamPlaceTtlMs / 1000} s`, error),
+        ),
+        leaveInstances().catch((error: unknown) =>
+          console.error(`Removing this instance from the running ones failed; it stops counting within ${env.TASK_LEASE_MS / 1000} s`, error),
         ),
       ]).then(() => {});
       notifier.stop();

@@ -330,9 +330,9 @@ if (process.argv.includes('--check-reports')) {
     // The integration suites again with /mcp served by Next's route handler (next start), the mount for
     // hosts that run only route handlers, then on PostgreSQL. The authorization server needs npm start's
     // server, so its suite runs once; so do the suites about PostgreSQL itself (the copy, several
-    // instances, an outage), which bring their own database.
+    // instances, an outage, the secret instances share), which bring their own database.
     console.log('\nIntegration suites through the route handler (next start)...');
-    const aboutPostgres = ['tests/integration/db-copy.test.ts', 'tests/integration/instances.test.ts', 'tests/integration/notifications-instances.test.ts', 'tests/integration/outage.test.ts'];
+    const aboutPostgres = ['tests/integration/db-copy.test.ts', 'tests/integration/instances.test.ts', 'tests/integration/notifications-instances.test.ts', 'tests/integration/outage.test.ts', 'tests/integration/shared-secret.test.ts'];
     const onceOnly = ['tests/integration/oauth.test.ts', ...aboutPostgres].flatMap((file) => ['--exclude', file]);
     runVitest('route-handler', counts, ['tests/integration', ...onceOnly], { MCP_TEST_MOUNT: 'route-handler' });
     console.log('\nIntegration suites on PostgreSQL...');

@@ -13,7 +13,7 @@ import { migratePostgres, openDatabase } from '@/db/client';
 import { describePostgresError, describePostgresUrl } from '@/db/postgres-copy';
 import { normaliseForwardedFor } from '@/lib/auth/client-address';
 import { handleOAuthRequest } from '@/lib/auth/oauth/node-handler';
-import { getServerSecret } from '@/lib/auth/secret';
+import { resolveServerSecret, SecretConflict } from '@/lib/auth/secret';
 import { ConfigError, getEnv } from '@/lib/env';
 import { observeMcp } from '@/lib/mcp/http/observe';
 import { getRuntime, tasksHandedOver } from '@/lib/runtime';
@@ -82,6 +82,21 @@ async function migrateDatabase(databaseUrl: string | undefined, databasePath: st
   }
 }
 
+/**
+ * The signing secret, settled before anything serves: an instance whose secret differs from the running
+ * instances' would reject their sessions and cursors, so it stops with one line saying what to do.
+ */
+async function settleSecret(databaseUrl: string | undefined): Promise<string> {
+  try {
+    return await resolveServerSecret();
+  } catch (error) {
+    if (error instanceof SecretConflict) console.error(error.message);
+    else if (databaseUrl) console.error(`Could not settle the signing secret with the PostgreSQL database ${describePostgresUrl(new URL(databaseUrl))}: ${describePostgresError(error)}`);
+    else throw error;
+    process.exit(1);
+  }
+}
+
 export async function main({ dev = false } = {}): Promise<void> {
   let env;
   try {
@@ -96,7 +111,8 @@ export async function main({ dev = false } = {}): Promise<void> {
   exitUnlessStorageFit();
   await migrateDatabase(env.DATABASE_URL, env.DATABASE_PATH);
   process.env.NEXTAUTH_URL ||= env.APP_URL;
-  process.env.NEXTAUTH_SECRET ||= getServerSecret();
+  const secret = await settleSecret(env.DATABASE_URL);
+  process.env.NEXTAUTH_SECRET ||= secret;
 
   if (!dev && !nextBuildIsCurrent()) {
     console.log('Building the application (first start or changed sources)...');

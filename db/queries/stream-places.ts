@@ -1,5 +1,5 @@
-import { sql, type SQL } from 'drizzle-orm';
-import { defineQuery, lock, type Program, type QueryContext } from '../run';
+import { sql } from 'drizzle-orm';
+import { changed, defineQuery, lock, selected, type Program } from '../run';
 
 /**
  * The streams open on every instance that shares PostgreSQL, one row each in `open_streams`
@@ -10,22 +10,6 @@ import { defineQuery, lock, type Program, type QueryContext } from '../run';
  * the stream renews it while the stream is open, so the streams of an instance that died stop counting.
  */
 export type StreamPlaceKind = 'mcp' | 'dashboard';
-
-interface Executes {
-  execute(query: SQL): Promise<{ rows: unknown[]; rowCount: number | null }>;
-}
-
-/** The rows a statement returns, run on the program's connection (its transaction's, inside one). */
-function* selected<T>(q: QueryContext, query: SQL): Program<T[]> {
-  const db = q.db as unknown as Executes;
-  return ((yield { kind: 'rows', query: { execute: () => db.execute(query) } }) as { rows: T[] }).rows;
-}
-
-/** How many rows a statement changed. */
-function* changed(q: QueryContext, query: SQL): Program<number> {
-  const db = q.db as unknown as Executes;
-  return (yield { kind: 'changes', query: { execute: () => db.execute(query) } }) as number;
-}
 
 /**
  * Takes a place for one more stream of this user and kind, counted against `limit` over every instance

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { answerInDashboard } from '../helpers/dashboard';
 import { connectSdk2Client, RawMcp, sleep, SseReader } from '../helpers/mcp';
 import { ModernMcp, modernVersion, readReply, tasksExtension } from '../helpers/modern';
-import { createToken, startServer, type TestServer } from '../helpers/server';
+import { createToken, startServer, testDatabase, type TestServer } from '../helpers/server';
 
 /**
  * Protocol revision 2026-07-28 on the same /mcp as 2025-11-25: stateless requests, the tasks extension
@@ -514,7 +514,9 @@ describe('multi round-trip calls (no extension)', () => {
     const flipped = state.slice(0, -2) + (state.at(-2) === 'A' ? 'B' : 'A') + state.at(-1);
     const [header, payload] = state.split('.');
     const claims = JSON.parse(Buffer.from(payload, 'base64url').toString());
-    const key = new Uint8Array(createHmac('sha256', fs.readFileSync(path.join(server.dataDir, 'secret'), 'utf8').trim()).update('mcp request state v1').digest());
+    const secret =
+      testDatabase === 'postgres' ? (server.db().prepare('SELECT secret FROM generated_secret').pluck().get() as string) : fs.readFileSync(path.join(server.dataDir, 'secret'), 'utf8').trim();
+    const key = new Uint8Array(createHmac('sha256', secret).update('mcp request state v1').digest());
     const expired = await new SignJWT({ task: claims.task, method: claims.method, digest: claims.digest })
       .setProtectedHeader(JSON.parse(Buffer.from(header, 'base64url').toString()))
       .setSubject(claims.sub)

@@ -15,7 +15,7 @@ afterAll(async () => {
 });
 
 describe('kill -9 and a fresh start', () => {
-  it('keeps its generated secret, so list cursors from before a restart still work', async () => {
+  it('keeps its generated secret (a file beside SQLite, a row in PostgreSQL), so list cursors from before a restart still work', async () => {
     const mcp = new RawMcp(server.mcpUrl, createToken(server, 'cursor@example.com'));
     await mcp.initialize();
     const ids: string[] = [];
@@ -24,12 +24,16 @@ describe('kill -9 and a fresh start', () => {
     expect(first.tasks.map((task: any) => task.taskId)).toEqual([ids[2], ids[1]]);
     expect(first.nextCursor).toEqual(expect.any(String));
     const secretFile = path.join(server.dataDir, 'secret');
-    const secret = fs.readFileSync(secretFile, 'utf8');
+    const storedSecret = () =>
+      testDatabase === 'postgres' ? (server.db().prepare('SELECT secret FROM generated_secret').pluck().get() as string) : fs.readFileSync(secretFile, 'utf8');
+    const secret = storedSecret();
     expect(secret.trim().length).toBeGreaterThanOrEqual(32);
+    // Instances sharing PostgreSQL read it from there: none keeps a copy of its own.
+    expect(fs.existsSync(secretFile)).toBe(testDatabase === 'sqlite');
 
     await server.kill9();
     await server.restart();
-    expect(fs.readFileSync(secretFile, 'utf8')).toBe(secret);
+    expect(storedSecret()).toBe(secret);
     const second = await mcp.call('tasks/list', { cursor: first.nextCursor });
     expect(second.tasks.map((task: any) => task.taskId)).toEqual([ids[0]]);
     expect(second.nextCursor).toBeUndefined();

@@ -81,15 +81,16 @@ const signIn = (email: string, password: string, clientAddress: string, target =
   signInWithPassword(target, email, password, { 'X-Forwarded-For': forwardedFor });
 
 describe('the data folder', () => {
-  it('is created private: folder 0700, database and secret 0600', () => {
+  it('is created private: folder 0700, database and secret 0600 (on SQLite)', () => {
     const mode = (file: string) => fs.statSync(file).mode & 0o777;
     const folder = path.join(dataRoot, 'fresh');
     expect(mode(folder)).toBe(0o700);
-    expect(mode(path.join(folder, 'secret'))).toBe(0o600);
     if (testDatabase === 'postgres') {
-      // The tasks live in PostgreSQL: no SQLite file is made beside the secret.
+      // The tasks and the generated secret live in PostgreSQL: neither a SQLite file nor a secret file is made.
       expect(fs.existsSync(path.join(folder, 'app.db'))).toBe(false);
+      expect(fs.existsSync(path.join(folder, 'secret'))).toBe(false);
     } else {
+      expect(mode(path.join(folder, 'secret'))).toBe(0o600);
       expect(mode(path.join(folder, 'app.db'))).toBe(0o600);
       expect(mode(path.join(folder, 'app.db-wal'))).toBe(0o600);
     }

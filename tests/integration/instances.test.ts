@@ -301,44 +301,50 @@ describe('several instances behind a load balancer', () => {
     const onA = await sessionOn(a.mcpUrl);
     const resumable: string[] = [];
     const failing: string[] = [];
-    for (let i = 0; i < 50; i += 1) resumable.push((await onA.call('tools/call', { name: 'delay', arguments: { seconds: 4 }, task: {} })).task.taskId);
+    // The tasks that must outlive the crash are started last, and long enough not to end before it
+    // however slowly a loaded machine creates the others.
     for (let i = 0; i < 50; i += 1) failing.push((await onA.call('tools/call', { name: 'fixture_observed_delay', arguments: { seconds: 60 }, task: {} })).task.taskId);
     const asking = (await onA.call('tools/call', { name: 'ask_human', arguments: { question: 'Still there after the crash?' }, task: {} })).task.taskId;
+    for (let i = 0; i < 50; i += 1) resumable.push((await onA.call('tools/call', { name: 'delay', arguments: { seconds: 10 }, task: {} })).task.taskId);
     await expect.poll(() => taskRow(asking).status).toBe('input_required');
     const killedRunner = taskRow(resumable[0]).runner;
+    expect(resumable.every((id) => taskRow(id).status === 'working')).toBe(true);
     const killedAt = Date.now();
     await a.kill9();
+    try {
+      const settled = () =>
+        resumable.every((id) => taskRow(id).runner !== killedRunner && taskRow(id).attempt === 2) && failing.every((id) => taskRow(id).status === 'failed');
+      await expect.poll(settled, { timeout: leaseMs + 5_000, interval: 100 }).toBe(true);
+      const tookMs = Date.now() - killedAt;
+      for (const id of resumable) {
+        const row = taskRow(id);
+        expect(['working', 'completed']).toContain(row.status);
+        // Resumed once, by one instance: never twice.
+        expect(row.attempt).toBe(2);
+      }
+      for (const id of failing) {
+        expect(taskRow(id)).toMatchObject({ status: 'failed', status_message: 'The server restarted before this task finished, and this tool cannot resume.' });
+      }
+      await expect.poll(() => resumable.every((id) => taskRow(id).status === 'completed'), { timeout: 15_000 }).toBe(true);
+      const completions = cluster.instances[1].db().prepare("SELECT task_id, count(*) AS n FROM task_events WHERE to_status = 'completed' GROUP BY task_id").all() as Array<{ task_id: string; n: number }>;
+      const completedOnce = new Map(completions.map((row) => [row.task_id, row.n]));
+      for (const id of resumable) expect(completedOnce.get(id)).toBe(1);
+      expect(tookMs).toBeLessThan(leaseMs + 5_000);
 
-    const settled = () =>
-      resumable.every((id) => taskRow(id).runner !== killedRunner && taskRow(id).attempt === 2) && failing.every((id) => taskRow(id).status === 'failed');
-    await expect.poll(settled, { timeout: leaseMs + 5_000, interval: 100 }).toBe(true);
-    const tookMs = Date.now() - killedAt;
-    for (const id of resumable) {
-      const row = taskRow(id);
-      expect(['working', 'completed']).toContain(row.status);
-      // Resumed once, by one instance: never twice.
-      expect(row.attempt).toBe(2);
+      // The open question survived: asked again on a tasks/result stream through the balancer, answered there.
+      await expect.poll(() => taskRow(asking).runner).not.toBe(killedRunner);
+      const viaBalancer = await sessionOn(cluster.mcpUrl, { elicitation: {} });
+      const stream = new SseReader(await viaBalancer.post({ jsonrpc: '2.0', id: 'after', method: 'tasks/result', params: { taskId: asking } }));
+      const question = await stream.nextMessageWhere((message) => message.method === 'elicitation/create');
+      expect(question.params.message).toBe('Still there after the crash?');
+      expect((await viaBalancer.post({ jsonrpc: '2.0', id: question.id, result: { action: 'accept', content: { answer: 'after the crash' } } })).status).toBe(202);
+      const result = await stream.nextMessageWhere((message) => message.id === 'after');
+      expect(result.result.content[0].text).toContain('after the crash');
+    } finally {
+      // The next tests need every instance.
+      await a.restart();
     }
-    for (const id of failing) {
-      expect(taskRow(id)).toMatchObject({ status: 'failed', status_message: 'The server restarted before this task finished, and this tool cannot resume.' });
-    }
-    await expect.poll(() => resumable.every((id) => taskRow(id).status === 'completed'), { timeout: 15_000 }).toBe(true);
-    const completions = cluster.instances[1].db().prepare("SELECT task_id, count(*) AS n FROM task_events WHERE to_status = 'completed' GROUP BY task_id").all() as Array<{ task_id: string; n: number }>;
-    const completedOnce = new Map(completions.map((row) => [row.task_id, row.n]));
-    for (const id of resumable) expect(completedOnce.get(id)).toBe(1);
-    expect(tookMs).toBeLessThan(leaseMs + 5_000);
-
-    // The open question survived: asked again on a tasks/result stream through the balancer, answered there.
-    await expect.poll(() => taskRow(asking).runner).not.toBe(killedRunner);
-    const viaBalancer = await sessionOn(cluster.mcpUrl, { elicitation: {} });
-    const stream = new SseReader(await viaBalancer.post({ jsonrpc: '2.0', id: 'after', method: 'tasks/result', params: { taskId: asking } }));
-    const question = await stream.nextMessageWhere((message) => message.method === 'elicitation/create');
-    expect(question.params.message).toBe('Still there after the crash?');
-    expect((await viaBalancer.post({ jsonrpc: '2.0', id: question.id, result: { action: 'accept', content: { answer: 'after the crash' } } })).status).toBe(202);
-    const result = await stream.nextMessageWhere((message) => message.id === 'after');
-    expect(result.result.content[0].text).toContain('after the crash');
-    await a.restart();
-  });
+  }, 60_000);
 
   it('hands its tasks over at SIGTERM, and another instance resumes them within a second or so', async () => {
     const [a] = cluster.instances;

@@ -38,7 +38,7 @@ const reports = {
   playwright: path.join(resultsDir, 'playwright.json'),
 };
 /** The longest each suite may run before it is stopped (a hang fails instead of stalling CI). */
-const timeLimitsMs = { build: 10 * 60_000, vitest: 25 * 60_000, playwright: 20 * 60_000 };
+const timeLimitsMs = { build: 10 * 60_000, vitest: 35 * 60_000, playwright: 20 * 60_000 };
 /**
  * An expected failure passes when its test fails, so a broken feature would count as passed. Vitest's
  * report does not mark them (Playwright's does), so the sources are read for them.

@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { closeStore } from '@/db/client';
 import { deleteClient, preregisterClient } from '@/lib/auth/oauth/clients';
+import { readServerSecretForScript } from '@/lib/auth/secret';
 
 const usage = `Usage:
   npm run --silent oauth:client -- --name <name> --redirect-uri <url> [--redirect-uri <url>...] [--public]
@@ -32,6 +33,8 @@ async function main(): Promise<void> {
   } catch (error) {
     fail(`${(error as Error).message}\n${usage}`);
   }
+  // The provider seals its records with a key derived from the servers' signing secret.
+  await readServerSecretForScript();
   if (values.delete) {
     await deleteClient(values.delete);
     return;

@@ -87,6 +87,18 @@ async function resolve(): Promise<string> {
   return secret;
 }
 
+/**
+ * For command-line scripts that sign or seal as the server does (OAuth client registration): the
+ * secret the running instances sign with, read without joining them. On PostgreSQL without AUTH_SECRET
+ * the script stores the generated secret if no instance has yet, as the first instance would.
+ */
+export async function readServerSecretForScript(): Promise<string> {
+  if (!getEnv().DATABASE_URL) return getServerSecret();
+  const secret = explicitSecret() ?? (await getOrCreateGeneratedSecret(readSecretFile(secretFile()) ?? randomBytes(32).toString('hex'), Date.now()));
+  globalForSecret.__mcpTaskServerSecret = secret;
+  return secret;
+}
+
 /** Says, without saying the secret, which secret an instance signs with; equal secrets give equal fingerprints. */
 function fingerprintOf(secret: string): string {
   return createHmac('sha256', secret).update('mcp task server: instances compare signing secrets').digest('hex');

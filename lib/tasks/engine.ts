@@ -33,7 +33,7 @@ import {
   type ToolContext,
   type ToolDefinition,
 } from '@/lib/tools/define';
-import { findTool } from '@/lib/tools';
+import { findTool } from '@/lib/tools/catalogue';
 import { publishTaskEvent, topics, type BusEvent, type EventBus } from './bus';
 import { decodeCursor, encodeCursor } from './cursor';
 import { describeFields } from './elicitation';
@@ -424,6 +424,7 @@ export class TaskEngine {
     const ctx: ToolContext = {
       signal: controller.signal,
       taskId: row.id,
+      userId: row.userId,
       resumedFrom,
       progress: (done, total, message) => {
         if (controller.signal.aborted) return;

@@ -30,6 +30,8 @@ export interface ToolContext {
   output(text: string): void;
   /** The task id when running as a task. */
   taskId?: string;
+  /** The person the call runs for (the task's owner). */
+  userId: string;
   /**
    * Asks the person behind the task a question (form-mode elicitation) and waits for the answer, from
    * their MCP client or the dashboard, whichever comes first. The key names the question within the
@@ -71,14 +73,16 @@ export interface ElicitAnswer {
  * (MCP ToolAnnotations). Hints, not guarantees: a client trusts them only from a server it trusts.
  */
 export interface ToolAnnotations {
+  /** A display name (an upstream's tools may carry it here rather than in `title`). */
+  title?: string;
   /** It changes nothing in its environment. */
-  readOnlyHint: boolean;
+  readOnlyHint?: boolean;
   /** Its changes may destroy or overwrite something (meaningful when not read-only). */
-  destructiveHint: boolean;
+  destructiveHint?: boolean;
   /** Calling it again with the same arguments has no further effect. */
-  idempotentHint: boolean;
+  idempotentHint?: boolean;
   /** It reaches entities outside the server (a person, the web), not only a closed domain. */
-  openWorldHint: boolean;
+  openWorldHint?: boolean;
 }
 
 export interface ToolDefinition<Schema extends z.ZodObject = z.ZodObject> {
@@ -89,6 +93,11 @@ export interface ToolDefinition<Schema extends z.ZodObject = z.ZodObject> {
   /** The shape of its `structuredContent`: a result that does not fit it becomes an error result. */
   outputSchema?: z.ZodObject;
   annotations?: ToolAnnotations;
+  /**
+   * For a tool described in JSON Schema rather than zod (an upstream server's): its schemas as listed, and
+   * its icons. Its `inputSchema` then only has to take an object: its source checks the arguments.
+   */
+  described?: { inputSchema: Record<string, unknown>; outputSchema?: Record<string, unknown>; icons?: unknown[] };
   taskSupport: TaskSupport;
   /**
    * The least ttl the tool's work needs (a person answering needs hours): a task of this tool is
@@ -221,8 +230,10 @@ export function describeTool(tool: ToolDefinition, withTasks: boolean) {
     ...(tool.title ? { title: tool.title } : {}),
     description: tool.description,
     // With its $schema: 2020-12 is the default dialect of MCP 2025-11-25, and saying so costs nothing.
-    inputSchema: z.toJSONSchema(tool.inputSchema, { io: 'input' }),
+    inputSchema: tool.described?.inputSchema ?? z.toJSONSchema(tool.inputSchema, { io: 'input' }),
     ...(tool.outputSchema ? { outputSchema: outputSchemaOf(tool.outputSchema) } : {}),
+    ...(tool.described?.outputSchema ? { outputSchema: tool.described.outputSchema } : {}),
+    ...(tool.described?.icons ? { icons: tool.described.icons } : {}),
     ...(tool.annotations ? { annotations: tool.annotations } : {}),
     ...(withTasks && tool.taskSupport !== 'forbidden' ? { execution: { taskSupport: tool.taskSupport } } : {}),
   };

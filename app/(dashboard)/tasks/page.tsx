@@ -7,7 +7,7 @@ import { taskStatuses, type TaskStatus } from '@/db/schema';
 import { requireUser } from '@/lib/auth/session';
 import { getRuntime } from '@/lib/runtime';
 import { isTaskError } from '@/lib/tasks/engine';
-import { tools } from '@/lib/tools';
+import { toolsFor } from '@/lib/tools/catalogue';
 
 export const dynamic = 'force-dynamic';
 export const metadata = { title: 'Tasks · MCP Task Server' };
@@ -38,6 +38,7 @@ export default async function TasksPage({ searchParams }: { searchParams: Promis
   const params = await searchParams;
   const user = await requireUser('/tasks');
   const status = taskStatuses.includes(single(params.status) as TaskStatus) ? (single(params.status) as TaskStatus) : undefined;
+  const tools = await toolsFor(user.id);
   const toolName = tools.some((tool) => tool.name === single(params.tool)) ? single(params.tool) : undefined;
   const idPrefix = single(params.q);
   const filter = { status, toolName, idPrefix };

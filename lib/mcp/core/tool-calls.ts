@@ -28,6 +28,7 @@ export async function runToolNow(
   tool: ToolDefinition,
   args: Record<string, unknown>,
   call: {
+    userId: string;
     signal: AbortSignal;
     progressToken: string | number | undefined;
     send(message: Record<string, unknown>): void;
@@ -40,6 +41,7 @@ export async function runToolNow(
   try {
     outcome = await executeTool(tool, args, {
       signal: call.signal,
+      userId: call.userId,
       progress: (progress, total, message) => {
         if (call.progressToken === undefined) return;
         call.send({

@@ -13,7 +13,7 @@ import { getEnv } from '@/lib/env';
 import { instanceId } from '@/lib/instance';
 import type { TaskEngine } from '@/lib/tasks/engine';
 import { isTerminal } from '@/lib/tasks/states';
-import { findTool } from '@/lib/tools';
+import { findTool } from '@/lib/tools/catalogue';
 import type { HttpError } from '../core/errors';
 import { refusal } from './rate-limit';
 import { tasksProtocolVersion, type JsonRpcRequest } from '../core/schema';

@@ -3,7 +3,7 @@ import { setMcpSessionLogLevel, type McpSession } from '@/db/queries/sessions';
 import { topics } from '@/lib/tasks/bus';
 import type { TaskEngine, TaskRow } from '@/lib/tasks/engine';
 import { isTerminal } from '@/lib/tasks/states';
-import { findTool, tools } from '@/lib/tools';
+import { findToolFor, toolsFor } from '@/lib/tools/catalogue';
 import { describeTool } from '@/lib/tools/define';
 import { ErrorCode, RpcError } from '../core/errors';
 import { logNotification } from '../core/log-messages';
@@ -69,7 +69,8 @@ type MethodHandler = (params: unknown, ctx: RequestContext) => Promise<Record<st
 
 const hasTasks = (session: McpSession) => session.protocolVersion === tasksProtocolVersion;
 
-function visibleTools(session: McpSession) {
+async function visibleTools(session: McpSession, userId: string) {
+  const tools = await toolsFor(userId);
   // A client without tasks could never call a tool that requires them.
   return hasTasks(session) ? tools : tools.filter((tool) => tool.taskSupport !== 'required');
 }
@@ -78,7 +79,7 @@ async function callTool(rawParams: unknown, ctx: RequestContext): Promise<Record
   // A session without tasks ignores task metadata entirely, even malformed.
   const { task: _ignored, ...withoutTask } = (rawParams ?? {}) as Record<string, unknown>;
   const params = parseParams(callToolParamsSchema, hasTasks(ctx.session) ? rawParams : withoutTask);
-  const tool = findTool(params.name);
+  const tool = await findToolFor(params.name, ctx.userId);
   if (!tool) throw new RpcError(ErrorCode.InvalidParams, `Unknown tool: ${params.name}`);
   if (tool.requiresClient && !canReceive(ctx.session, tool.requiresClient)) {
     throw new RpcError(
@@ -130,6 +131,7 @@ async function callTool(rawParams: unknown, ctx: RequestContext): Promise<Record
   }
 
   return runToolNow(tool, args, {
+    userId: ctx.userId,
     signal: ctx.signal,
     progressToken,
     send: ctx.send,
@@ -253,7 +255,7 @@ const methods: Record<string, { handler: MethodHandler; needsTasks?: boolean }> 
   'tools/list': {
     handler: async (rawParams, ctx) => {
       requireNoCursor(rawParams, 'tools/list');
-      return { tools: visibleTools(ctx.session).map((tool) => describeTool(tool, hasTasks(ctx.session))) };
+      return { tools: (await visibleTools(ctx.session, ctx.userId)).map((tool) => describeTool(tool, hasTasks(ctx.session))) };
     },
   },
 

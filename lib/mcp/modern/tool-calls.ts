@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { findTool, tools } from '@/lib/tools';
+import { catalogueVariesByUser, findToolFor, toolsFor } from '@/lib/tools/catalogue';
 import { describeTool, logLevels, type LogLevel } from '@/lib/tools/define';
 import { topics } from '@/lib/tasks/bus';
 import type { TaskRow } from '@/lib/tasks/engine';
@@ -24,12 +24,13 @@ import { inputRequestsFor, toModernTask } from './task-view';
  *   task; the retry answers them and waits again. Retries never start another task.
  */
 
-/** The catalogue is the same for every user and every client: a shared cache may keep it for this long. */
+/** How long a client may keep the catalogue: the same for every client, and for every person unless a server of the servers file admits only some. */
 export const toolsListTtlMs = 5 * 60 * 1000;
 
-export const listTools: ModernMethod = async (rawParams) => {
+export const listTools: ModernMethod = async (rawParams, call) => {
   requireNoCursor(rawParams, 'tools/list');
-  return { tools: tools.map((tool) => describeTool(tool, false)), ttlMs: toolsListTtlMs, cacheScope: 'public' };
+  const tools = await toolsFor(call.userId);
+  return { tools: tools.map((tool) => describeTool(tool, false)), ttlMs: toolsListTtlMs, cacheScope: catalogueVariesByUser() ? 'private' : 'public' };
 };
 
 const callParamsSchema = z.object({
@@ -41,7 +42,7 @@ const callParamsSchema = z.object({
 
 export const callTool: ModernMethod = async (rawParams, call) => {
   const params = parseParams(callParamsSchema, rawParams);
-  const tool = findTool(params.name);
+  const tool = await findToolFor(params.name, call.userId);
   if (!tool) throw new RpcError(ErrorCode.InvalidParams, `Unknown tool: ${params.name}`);
   if (tool.requiresClient && !canBeAsked(call.client, tool.requiresClient)) throw capabilityRequired(tool.requiresClient, `Tool ${tool.name}`);
   const args = params.arguments ?? {};
@@ -52,6 +53,7 @@ export const callTool: ModernMethod = async (rawParams, call) => {
 
   if (stateTaskId === undefined && tool.taskSupport === 'forbidden') {
     return runToolNow(tool, args, {
+      userId: call.userId,
       signal: call.signal,
       progressToken: call.client.progressToken,
       send: call.send,

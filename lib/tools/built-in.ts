@@ -7,8 +7,11 @@ import { modernFixtureTools } from './fixtures-modern';
 import { summarizeTool } from './summarize';
 import { surveyTool } from './survey';
 
-/** Every tool the server offers. To add one, write lib/tools/<name>.ts with defineTool and list it here. */
-export const tools: readonly ToolDefinition[] = [
+/**
+ * The server's own tools, the first source of the catalogue (lib/tools/catalogue.ts). To add one, write
+ * lib/tools/<name>.ts with defineTool and list it here.
+ */
+export const builtInTools: readonly ToolDefinition[] = [
   delayTool,
   echoTool,
   askHumanTool,
@@ -18,6 +21,3 @@ export const tools: readonly ToolDefinition[] = [
   ...(process.env.MCP_FIXTURE_TOOLS === '1' ? [...fixtureTools, ...modernFixtureTools] : []),
 ] as unknown as ToolDefinition[];
 
-export function findTool(name: string): ToolDefinition | undefined {
-  return tools.find((tool) => tool.name === name);
-}

@@ -4,7 +4,7 @@ import { getServerSecret, leaveInstances } from '@/lib/auth/secret';
 import { getEnv } from '@/lib/env';
 import { instanceId } from '@/lib/instance';
 import { deleteLapsedStreamPlaces, giveBackStreamPlaces, renewStreamPlaces, sessionsWithStreamOpen, streamPlaceRenewalMs, streamPlaceTtlMs } from '@/lib/mcp/http/caps';
-import type { McpContext } from '@/lib/mcp/http/endpoint';
+import type { McpContext } from '@/lib/mcp/core/context';
 import { abortRequestsInFlight } from '@/lib/mcp/http/in-flight';
 import { followClientTask } from '@/lib/mcp/legacy/client-task-poller';
 import { logTaskEnds } from '@/lib/mcp/http/observe';

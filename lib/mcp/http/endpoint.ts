@@ -1,35 +1,15 @@
 import { mcpScope, resourceMetadataUrl } from '@/lib/auth/oauth/metadata';
 import { verifyBearer } from '@/lib/auth/tokens';
 import { storageTroubleIn } from '@/lib/storage/trouble';
-import type { TaskEngine } from '@/lib/tasks/engine';
+import type { Caller, McpContext } from '../core/context';
 import { ErrorCode, HttpError, isHttpError, isRpcError, storageRefusal } from '../core/errors';
 import { maxJsonDepth, nestsDeeperThan, requestIdOf, type RequestId } from '../core/schema';
 import { handleLegacy } from '../legacy/handler';
-import type { SessionStreams } from '../legacy/session-streams';
 import { handleModern, speaksModern } from '../modern/handler';
 import type { McpHttpRequest, McpReply } from './exchange';
 import { getRateLimits } from './rate-limit';
 import { allowedOrigins, httpErrorReply, jsonReply, requireAccept, requireAllowedOrigin, requireJsonContentType, rpcErrorBody } from './replies';
 import { summarizeMessage, type RequestFacts } from './request-facts';
-
-export interface McpContext {
-  engine: TaskEngine;
-  streams: SessionStreams;
-  appUrl: string;
-  allowedOrigins: string[];
-  maxBodyBytes: number;
-  serverVersion: string;
-  /**
-   * The longest a plain call's stream stays silent: notifications/progress when the client gave a
-   * progressToken (client timeouts that reset on progress must not fire), an SSE comment otherwise.
-   */
-  heartbeatMs: number;
-  /**
-   * How long a 2026-07-28 plain call waits for its task in one round before answering input_required with
-   * a requestState to retry with (a long poll that stays under common proxy and client timeouts).
-   */
-  roundWaitMs: number;
-}
 
 const originChecks = new WeakMap<McpContext, (origin: string) => boolean>();
 
@@ -93,12 +73,6 @@ async function readMessage(request: McpHttpRequest, maxBodyBytes: number): Promi
     };
   }
   return { ok: true, value };
-}
-
-/** Who is calling, and with which token. */
-export interface Caller {
-  userId: string;
-  tokenId: string;
 }
 
 /**

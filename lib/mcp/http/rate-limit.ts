@@ -1,8 +1,9 @@
 import type { RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
 import { createLimiter } from '@/db/limiter';
 import { getEnv } from '@/lib/env';
+import type { Caller } from '../core/context';
 import { HttpError } from '../core/errors';
-import type { MessageSummary, RequestCaller } from './request-facts';
+import type { MessageSummary } from './request-facts';
 
 /**
  * JSON-RPC error code of a refusal for too many requests (HTTP says 429). Outside JSON-RPC's reserved
@@ -57,7 +58,7 @@ export class McpRateLimits {
   }
 
   /** Counts one request of this caller, or throws a 429 HttpError saying when to retry. */
-  async admit(caller: RequestCaller, message: MessageSummary | undefined): Promise<void> {
+  async admit(caller: Caller, message: MessageSummary | undefined): Promise<void> {
     // Each message of a batch counts as one request.
     const count = Math.max(1, message?.batchSize ?? 1);
     await take(this.perToken, `token:${caller.tokenId}`, 'this access token sent too many requests', count);

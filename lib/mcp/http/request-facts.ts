@@ -1,3 +1,5 @@
+import type { Caller } from '../core/context';
+
 /** The parts of a POSTed JSON-RPC message that the rate limits and the request log look at. */
 export interface MessageSummary {
   /** The method of a request or notification; undefined for a response. */
@@ -12,18 +14,12 @@ export interface MessageSummary {
   batchSize?: number;
 }
 
-/** Who sent a request, once the handler has checked the token. */
-export interface RequestCaller {
-  userId: string;
-  tokenId: string;
-}
-
 /**
  * What the handler learns of one request as it answers it, for the request log: filled in as each
  * fact becomes known, so that nothing is read or parsed a second time.
  */
 export interface RequestFacts {
-  caller?: RequestCaller;
+  caller?: Caller;
   message?: MessageSummary;
   /** The session the request belongs to (or opened), once it is known to be the caller's. */
   session?: { id: string; clientName: string | null; clientVersion: string | null };

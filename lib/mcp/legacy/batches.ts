@@ -1,8 +1,8 @@
 import type { McpSession } from '@/db/queries/sessions';
+import type { Caller, McpContext } from '../core/context';
 import { ErrorCode, RpcError } from '../core/errors';
 import { batchProtocolVersion, classifyMessage, maxBatchMessages, type IncomingMessage } from '../core/schema';
 import { countMcpStream } from '../http/caps';
-import type { Caller, McpContext } from '../http/endpoint';
 import type { McpHttpRequest, McpReply } from '../http/exchange';
 import { emptyReply, jsonReply, rpcErrorBody } from '../http/replies';
 import type { RequestFacts } from '../http/request-facts';

@@ -1,7 +1,7 @@
 import type { McpSession } from '@/db/queries/sessions';
+import type { Caller, McpContext } from '../core/context';
 import { ErrorCode } from '../core/errors';
 import type { JsonRpcNotification, JsonRpcResponse } from '../core/schema';
-import type { Caller, McpContext } from '../http/endpoint';
 import type { McpReply } from '../http/exchange';
 import { emptyReply, jsonReply, rpcErrorBody } from '../http/replies';
 import { inFlight } from '../http/in-flight';

@@ -1,7 +1,7 @@
 import type { McpSession } from '@/db/queries/sessions';
+import type { Caller, McpContext } from '../core/context';
 import { ErrorCode, HttpError } from '../core/errors';
 import { takeMcpStreamPlace } from '../http/caps';
-import type { Caller, McpContext } from '../http/endpoint';
 import type { McpHttpRequest, McpReply } from '../http/exchange';
 import { accepts, rpcErrorBody } from '../http/replies';
 import type { RequestFacts } from '../http/request-facts';

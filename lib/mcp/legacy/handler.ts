@@ -1,11 +1,11 @@
 import { endMcpSession, type McpSession } from '@/db/queries/sessions';
 import type { StorageTrouble } from '@/db/errors';
 import { storageTroubleIn } from '@/lib/storage/trouble';
+import type { Caller, McpContext } from '../core/context';
 import { ErrorCode, HttpError, isHttpError, isRpcError, storageRefusal } from '../core/errors';
 import { classifyMessage, initializeParamsSchema, latestProtocolVersion, parseParams, supportedProtocolVersions, tasksProtocolVersion, type JsonRpcRequest } from '../core/schema';
 import { serverInfoOf } from '../core/server-info';
 import { answersWithStream, countMcpStream, createSessionWithinCap, takeMcpStreamPlace, type StreamPlace } from '../http/caps';
-import type { Caller, McpContext } from '../http/endpoint';
 import type { McpHttpRequest, McpReply } from '../http/exchange';
 import { emptyReply, httpErrorReply, jsonReply, rpcErrorBody } from '../http/replies';
 import type { RequestFacts } from '../http/request-facts';

@@ -1,7 +1,7 @@
 import { getMcpSessionById, touchMcpSession, type McpSession } from '@/db/queries/sessions';
 import { storageTroubleIn } from '@/lib/storage/trouble';
+import type { McpContext } from '../core/context';
 import { ErrorCode, HttpError, isRpcError, storageRefusal, type JsonRpcErrorObject } from '../core/errors';
-import type { McpContext } from '../http/endpoint';
 import type { McpHttpRequest, McpReply } from '../http/exchange';
 import type { RequestFacts } from '../http/request-facts';
 import type { SseStream } from '../http/sse';

@@ -1,9 +1,9 @@
 import { storageTroubleIn } from '@/lib/storage/trouble';
+import type { Caller, McpContext } from '../core/context';
 import { ErrorCode, HttpError, isHttpError, isRpcError, RpcError, storageRefusal, type JsonRpcErrorObject } from '../core/errors';
 import { classifyMessage, supportedProtocolVersions as legacyProtocolVersions, type JsonRpcRequest } from '../core/schema';
 import { serverInfoOf } from '../core/server-info';
 import { countMcpStream, takeMcpStreamPlace, type StreamPlace } from '../http/caps';
-import type { Caller, McpContext } from '../http/endpoint';
 import type { McpHttpRequest, McpReply } from '../http/exchange';
 import { inFlight, shuttingDown } from '../http/in-flight';
 import { emptyReply, httpErrorReply, jsonReply, rpcErrorBody } from '../http/replies';

@@ -56,6 +56,8 @@ const envSchema = z
     MCP_MAX_SESSIONS_PER_USER: perUserCap(100),
     MCP_MAX_STREAMS_PER_USER: perUserCap(100),
     DASHBOARD_MAX_STREAMS_PER_USER: perUserCap(10),
+    // The mcpServers JSON (as Claude Desktop, Cursor and Claude Code write it) whose servers' tools we serve as tasks.
+    MCP_SERVERS_FILE: z.string().min(1).optional(),
     LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
     ALLOW_SIGNUP: flag('true'),
     TRUST_PROXY: flag('false'),

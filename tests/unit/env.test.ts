@@ -116,4 +116,10 @@ describe('configuration', () => {
     expect(() => parseEnv({ OAUTH_ACCESS_TOKEN_TTL_SECONDS: '10' })).toThrow(/OAUTH_ACCESS_TOKEN_TTL_SECONDS/);
     expect(() => parseEnv({ OAUTH_REGISTRATIONS_PER_HOUR: '0' })).toThrow(/OAUTH_REGISTRATIONS_PER_HOUR/);
   });
+
+  it('reads the servers file path, an empty value meaning none', () => {
+    expect(parseEnv({}).MCP_SERVERS_FILE).toBeUndefined();
+    expect(parseEnv({ MCP_SERVERS_FILE: '' }).MCP_SERVERS_FILE).toBeUndefined();
+    expect(parseEnv({ MCP_SERVERS_FILE: './servers.json' }).MCP_SERVERS_FILE).toBe('./servers.json');
+  });
 });

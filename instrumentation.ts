@@ -1,6 +1,6 @@
 /**
  * Runs once when the server starts, before it serves: checks that the database's folder can keep it
- * (`next start`; npm start's server has checked already), settles the signing secret (one differing from
+ * (`next start`; npm start's server has checked already) and that the servers file is valid, settles the signing secret (one differing from
  * the running instances' stops the start with one line), recovers interrupted tasks and starts the TTL
  * sweeper at once.
  */
@@ -8,6 +8,18 @@ export async function register() {
   if (process.env.NEXT_RUNTIME === 'nodejs') {
     const { exitUnlessStorageFit } = await import('./lib/storage/startup');
     exitUnlessStorageFit();
+    const { getEnv } = await import('./lib/env');
+    const serversFile = getEnv().MCP_SERVERS_FILE;
+    if (serversFile) {
+      const { loadServersFile, ServersFileError } = await import('./lib/upstreams/config');
+      try {
+        loadServersFile(serversFile);
+      } catch (error) {
+        if (!(error instanceof ServersFileError)) throw error;
+        console.error(error.message);
+        process.exit(1);
+      }
+    }
     const { resolveServerSecret, SecretConflict } = await import('./lib/auth/secret');
     try {
       await resolveServerSecret();

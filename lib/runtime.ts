@@ -21,6 +21,9 @@ import { deleteOldNotificationEvents } from '@/db/queries/notifications';
 import { createTransport } from 'nodemailer';
 import { storageHealth } from '@/lib/storage/health';
 import { restoreRemovedDatabase } from '@/lib/storage/restore';
+import { onToolsChanged } from '@/lib/tools/catalogue';
+import { loadServersFile } from '@/lib/upstreams/config';
+import { startUpstreams, stopUpstreams } from '@/lib/upstreams';
 
 export interface Runtime {
   engine: TaskEngine;
@@ -111,14 +114,22 @@ export function getRuntime(): Runtime {
   // One process alone on its SQLite file takes every task a previous process left; instances sharing
   // PostgreSQL take only the tasks whose lease ran out (or was handed back).
   const everyActive = !env.DATABASE_URL;
-  recover(engine, streams, everyActive)
+  // The servers of the servers file come up first (or fail their first attempt): an interrupted task of
+  // one of their tools is resumed or failed only once its tool is known. npm start has checked the file.
+  const upstreamsStarted = env.MCP_SERVERS_FILE ? startUpstreams(loadServersFile(env.MCP_SERVERS_FILE)) : Promise.resolve();
+  // Sessions that keep a stream open hear when the tools change (an upstream server came up, went down or changed its list).
+  onToolsChanged(debounced(250, () => {
+    for (const sessionId of streams.openSessionIds()) streams.deliver(sessionId, { jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+  }));
+  upstreamsStarted
+    .then(() => recover(engine, streams, everyActive))
     .catch((error: unknown) => console.error('Recovering interrupted tasks failed', error))
     .finally(() => sweep(engine, streams, env));
   setInterval(() => void sweep(engine, streams, env), env.TASK_SWEEP_INTERVAL_MS).unref();
   if (env.DATABASE_URL) {
     const leases = new Leases(engine, env.TASK_LEASE_MS);
     setInterval(() => leases.renew(), env.TASK_LEASE_MS / 3).unref();
-    setInterval(() => leases.takeOver(), Math.min(2_000, env.TASK_LEASE_MS / 2)).unref();
+    void upstreamsStarted.then(() => setInterval(() => leases.takeOver(), Math.min(2_000, env.TASK_LEASE_MS / 2)).unref());
     // Another instance that is stopping handed its tasks back: take them now, not at the next scan.
     bus.subscribe(topics.leases, (event) => {
       if (event.remote) leases.takeOver();
@@ -146,6 +157,7 @@ export function getRuntime(): Runtime {
         ),
       ]).then(() => {});
       notifier.stop();
+      void stopUpstreams();
       abortRequestsInFlight();
       closeAllStreams();
     });
@@ -275,4 +287,14 @@ async function sweep(engine: TaskEngine, streams: SessionStreams, env: ReturnTyp
   } finally {
     sweeping = false;
   }
+}
+
+/** Calls `work` once things have been quiet for `ms` (several changes at once make one notification). */
+function debounced(ms: number, work: () => void): () => void {
+  let timer: NodeJS.Timeout | undefined;
+  return () => {
+    clearTimeout(timer);
+    timer = setTimeout(work, ms);
+    timer.unref();
+  };
 }

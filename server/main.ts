@@ -14,6 +14,7 @@ import { describePostgresError, describePostgresUrl } from '@/db/postgres-copy';
 import { normaliseForwardedFor } from '@/lib/auth/client-address';
 import { handleOAuthRequest } from '@/lib/auth/oauth/node-handler';
 import { resolveServerSecret, SecretConflict } from '@/lib/auth/secret';
+import { loadServersFile, ServersFileError } from '@/lib/upstreams/config';
 import { ConfigError, getEnv } from '@/lib/env';
 import { observeMcp } from '@/lib/mcp/http/observe';
 import { getRuntime, tasksHandedOver } from '@/lib/runtime';
@@ -82,6 +83,18 @@ async function migrateDatabase(databaseUrl: string | undefined, databasePath: st
   }
 }
 
+/** A servers file that is not valid stops the start with one line naming the file, the entry and the field. */
+function exitUnlessServersFileFits(file: string | undefined): void {
+  if (!file) return;
+  try {
+    loadServersFile(file);
+  } catch (error) {
+    if (!(error instanceof ServersFileError)) throw error;
+    console.error(error.message);
+    process.exit(1);
+  }
+}
+
 /**
  * The signing secret, settled before anything serves: an instance whose secret differs from the running
  * instances' would reject their sessions and cursors, so it stops with one line saying what to do.
@@ -109,6 +122,7 @@ export async function main({ dev = false } = {}): Promise<void> {
     throw error;
   }
   exitUnlessStorageFit();
+  exitUnlessServersFileFits(env.MCP_SERVERS_FILE);
   await migrateDatabase(env.DATABASE_URL, env.DATABASE_PATH);
   process.env.NEXTAUTH_URL ||= env.APP_URL;
   const secret = await settleSecret(env.DATABASE_URL);

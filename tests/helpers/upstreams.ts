@@ -25,7 +25,7 @@ export function writeServersFile(servers: Record<string, unknown>): string {
 export async function startEverythingOverHttp(): Promise<{ url: string; stop(): Promise<void> }> {
   const port = await freePort();
   const child: ChildProcess = spawn(process.execPath, [everythingServer, 'streamableHttp'], {
-    env: { PATH: process.env.PATH ?? '', PORT: String(port) },
+    env: { ...process.env, PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let log = '';

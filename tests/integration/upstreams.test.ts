@@ -64,7 +64,7 @@ const taskRowsOf = (tool: string) =>
     statusMessage: string | null;
   }>;
 
-const textOf = (result: { content?: unknown }) => (result.content as Array<{ type: string; text?: string }>).filter((block) => block.type === 'text').map((block) => block.text).join('\n');
+const textOf = (result: unknown) => ((result as { content: unknown }).content as Array<{ type: string; text?: string }>).filter((block) => block.type === 'text').map((block) => block.text).join('\n');
 
 describe('the tools of the servers file', () => {
   it("are listed as <prefix>__<tool> with the upstream's descriptions, schemas and annotations, each able to run as a task", async () => {
@@ -209,7 +209,7 @@ describe('a tool that upstream runs only as a task', () => {
     const { client, close } = await connectSdk2Client(server.mcpUrl, token);
     try {
       const result = await client.callTool({ name: 'everything__simulate-research-query', arguments: { topic: 'tides' } });
-      expect(textOf(result as { content: unknown })).toContain('# Research Report: tides');
+      expect(textOf(result)).toContain('# Research Report: tides');
       // The upstream's task is not the client's to know of.
       expect(JSON.stringify(result)).not.toContain('related-task');
       const row = taskRowsOf('everything__simulate-research-query').at(-1)!;

@@ -62,3 +62,57 @@ export function pidsMarked(mark: string): number[] {
   }
   return pids;
 }
+
+/**
+ * An MCP server of the tests' own over Streamable HTTP (the official SDK's server): its tool `add_tool`
+ * adds a tool, so its list changes while it runs and it says so (notifications/tools/list_changed).
+ */
+export async function startChangingUpstream(): Promise<{ url: string; close(): Promise<void> }> {
+  const { McpServer } = await import('@modelcontextprotocol/sdk/server/mcp.js');
+  const { StreamableHTTPServerTransport } = await import('@modelcontextprotocol/sdk/server/streamableHttp.js');
+  const http = await import('node:http');
+  const { randomUUID } = await import('node:crypto');
+  const servers = new Set<InstanceType<typeof McpServer>>();
+  const transports = new Map<string, InstanceType<typeof StreamableHTTPServerTransport>>();
+  let added = 0;
+  const addTo = (server: InstanceType<typeof McpServer>, n: number) =>
+    server.registerTool(`added_${n}`, { description: `Added tool number ${n}` }, async () => ({ content: [{ type: 'text', text: `I am added_${n}` }] }));
+  const build = () => {
+    const server = new McpServer({ name: 'changing', version: '1.0.0' }, { capabilities: { tools: { listChanged: true } } });
+    server.registerTool('add_tool', { description: 'Adds a tool to this server' }, async () => {
+      added += 1;
+      for (const each of servers) addTo(each, added);
+      return { content: [{ type: 'text', text: `added_${added}` }] };
+    });
+    for (let n = 1; n <= added; n += 1) addTo(server, n);
+    servers.add(server);
+    return server;
+  };
+  const httpServer = http.createServer(async (req, res) => {
+    let body = '';
+    for await (const chunk of req) body += chunk;
+    const parsed = body ? JSON.parse(body) : undefined;
+    const sessionId = req.headers['mcp-session-id'];
+    let transport = typeof sessionId === 'string' ? transports.get(sessionId) : undefined;
+    if (!transport) {
+      if (parsed?.method !== 'initialize') {
+        res.writeHead(404).end();
+        return;
+      }
+      const created = new StreamableHTTPServerTransport({ sessionIdGenerator: randomUUID, onsessioninitialized: (id) => void transports.set(id, created) });
+      await build().connect(created);
+      transport = created;
+    }
+    await transport.handleRequest(req, res, parsed);
+  });
+  await new Promise<void>((resolve) => httpServer.listen(0, '127.0.0.1', resolve));
+  const { port } = httpServer.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    close: async () => {
+      for (const server of servers) await server.close().catch(() => {});
+      httpServer.closeAllConnections();
+      await new Promise((resolve) => httpServer.close(resolve));
+    },
+  };
+}

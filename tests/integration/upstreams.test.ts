@@ -1,12 +1,12 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { CallToolResultSchema, CreateMessageRequestSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, CreateMessageRequestSchema, ElicitRequestSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectSdk2Client, connectSdkClient, sleep } from '../helpers/mcp';
+import { connectSdk2Client, connectSdkClient, sleep, SseReader } from '../helpers/mcp';
 import { ModernMcp } from '../helpers/modern';
 import { createToken, startServer, type TestServer } from '../helpers/server';
-import { everythingOverStdio, pidsMarked, startEverythingOverHttp, writeServersFile } from '../helpers/upstreams';
+import { everythingOverStdio, pidsMarked, startChangingUpstream, startEverythingOverHttp, writeServersFile } from '../helpers/upstreams';
 
 /**
  * The servers people already run, as tasks: @modelcontextprotocol/server-everything (which nobody here
@@ -14,15 +14,18 @@ import { everythingOverStdio, pidsMarked, startEverythingOverHttp, writeServersF
  */
 let server: TestServer;
 let upstreamHttp: Awaited<ReturnType<typeof startEverythingOverHttp>>;
+let changing: Awaited<ReturnType<typeof startChangingUpstream>>;
 let token: string;
 let outsiderToken: string;
 let serversFile: string;
 
 beforeAll(async () => {
   upstreamHttp = await startEverythingOverHttp();
+  changing = await startChangingUpstream();
   serversFile = writeServersFile({
     everything: everythingOverStdio('gateway-stdio', { env: { UPSTREAM_MARK: 'gateway-stdio', GREETING: '${UPSTREAM_GREETING}' }, resumable: ['get-sum'] }),
     remote: { url: upstreamHttp.url },
+    changing: { url: changing.url, type: 'http' },
     staff: everythingOverStdio('gateway-staff', { users: ['@staff.example'], toolPrefix: 'staffonly' }),
     // Other clients' own keys sit in the same entries; a disabled entry is left out.
     off: { command: 'false', disabled: true },
@@ -30,12 +33,13 @@ beforeAll(async () => {
   server = await startServer({ MCP_SERVERS_FILE: serversFile, UPSTREAM_GREETING: 'hello from the file' });
   token = createToken(server, 'ada@staff.example');
   outsiderToken = createToken(server, 'bob@elsewhere.example');
-  await untilTools(token, ['everything__echo', 'remote__echo', 'staffonly__echo']);
+  await untilTools(token, ['everything__echo', 'remote__echo', 'staffonly__echo', 'changing__add_tool']);
 }, 120_000);
 
 afterAll(async () => {
   await server?.stop();
   await upstreamHttp?.stop();
+  await changing?.close();
   if (serversFile) fs.rmSync(path.dirname(serversFile), { recursive: true, force: true });
 });
 
@@ -199,6 +203,38 @@ describe('the tools of the servers file', () => {
       expect(env.PATH).toBeTruthy();
       for (const secret of ['AUTH_SECRET', 'NEXTAUTH_SECRET', 'DATABASE_URL', 'DATABASE_PATH', 'MCP_SERVERS_FILE', 'UPSTREAM_GREETING', 'PORT']) expect(env).not.toHaveProperty(secret);
     } finally {
+      await close();
+    }
+  });
+});
+
+describe("an upstream's list of tools", () => {
+  it('changing is passed on to a session with its stream open, and to a 2026-07-28 subscription', async () => {
+    const { client, close } = await connectSdkClient(server.mcpUrl, token);
+    const modern = new ModernMcp(server.mcpUrl, token);
+    const built = modern.build('subscriptions/listen', { notifications: { toolsListChanged: true } });
+    const controller = new AbortController();
+    try {
+      expect(client.getServerCapabilities()?.tools).toEqual({ listChanged: true });
+      let told = 0;
+      client.setNotificationHandler(ToolListChangedNotificationSchema, () => void (told += 1));
+      const subscription = new SseReader(await modern.post(built.body, built.headers, controller.signal));
+      expect(await subscription.nextMessage()).toMatchObject({ method: 'notifications/subscriptions/acknowledged', params: { notifications: { toolsListChanged: true } } });
+      // The SDK client opens its stream once initialized; give it a moment to be listening.
+      await sleep(500);
+      const added = await client.callTool({ name: 'changing__add_tool', arguments: {} });
+      const name = `changing__${textOf(added)}`;
+      expect(await subscription.nextMessage()).toMatchObject({ method: 'notifications/tools/list_changed', params: { _meta: { 'io.modelcontextprotocol/subscriptionId': built.id } } });
+      const deadline = Date.now() + 10_000;
+      while (told === 0) {
+        if (Date.now() > deadline) throw new Error('the session was not told');
+        await sleep(50);
+      }
+      const listed = (await client.listTools()).tools.find((tool) => tool.name === name);
+      expect(listed?.description).toMatch(/^Added tool number \d+$/);
+      expect(await client.callTool({ name, arguments: {} })).toMatchObject({ content: [{ type: 'text', text: `I am ${name.slice('changing__'.length)}` }] });
+    } finally {
+      controller.abort();
       await close();
     }
   });

@@ -116,3 +116,39 @@ export async function startChangingUpstream(): Promise<{ url: string; close(): P
     },
   };
 }
+
+/**
+ * An upstream that misbehaves, in raw JSON over HTTP: `garbage` answers with a result that is not a
+ * CallToolResult, `huge` with one of 5 MiB, `silent` never answers, `error` with a JSON-RPC error.
+ */
+export async function startMisbehavingUpstream(): Promise<{ url: string; close(): Promise<void> }> {
+  const http = await import('node:http');
+  const tool = (name: string) => ({ name, description: `Misbehaves: ${name}`, inputSchema: { type: 'object', properties: {} } });
+  const httpServer = http.createServer(async (req, res) => {
+    if (req.method !== 'POST') return void res.writeHead(405).end();
+    let body = '';
+    for await (const chunk of req) body += chunk;
+    const message = JSON.parse(body) as { id?: number; method: string; params?: { name?: string } };
+    if (message.id === undefined) return void res.writeHead(202).end();
+    const reply = (result: unknown) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: message.id, ...(result as object) }));
+    if (message.method === 'initialize') {
+      return reply({ result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'misbehaving', version: '1.0.0' } } });
+    }
+    if (message.method === 'tools/list') return reply({ result: { tools: ['garbage', 'huge', 'silent', 'error'].map(tool) } });
+    if (message.method !== 'tools/call') return reply({ error: { code: -32601, message: 'Method not found' } });
+    const name = message.params?.name;
+    if (name === 'garbage') return reply({ result: { content: 'not a list of blocks' } });
+    if (name === 'huge') return reply({ result: { content: [{ type: 'text', text: 'x'.repeat(5 * 1024 * 1024) }] } });
+    if (name === 'error') return reply({ error: { code: -32000, message: 'the upstream broke' } });
+    // silent: holds the request open and never answers.
+  });
+  await new Promise<void>((resolve) => httpServer.listen(0, '127.0.0.1', resolve));
+  const { port } = httpServer.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    close: async () => {
+      httpServer.closeAllConnections();
+      await new Promise((resolve) => httpServer.close(resolve));
+    },
+  };
+}

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectSdk2Client, connectSdkClient, sleep, SseReader } from '../helpers/mcp';
 import { ModernMcp } from '../helpers/modern';
 import { createToken, startServer, type TestServer } from '../helpers/server';
-import { everythingOverStdio, pidsMarked, startChangingUpstream, startEverythingOverHttp, writeServersFile } from '../helpers/upstreams';
+import { everythingOverStdio, pidsMarked, startChangingUpstream, startEverythingOverHttp, startMisbehavingUpstream, writeServersFile } from '../helpers/upstreams';
 
 /**
  * The servers people already run, as tasks: @modelcontextprotocol/server-everything (which nobody here
@@ -15,6 +15,7 @@ import { everythingOverStdio, pidsMarked, startChangingUpstream, startEverything
 let server: TestServer;
 let upstreamHttp: Awaited<ReturnType<typeof startEverythingOverHttp>>;
 let changing: Awaited<ReturnType<typeof startChangingUpstream>>;
+let misbehaving: Awaited<ReturnType<typeof startMisbehavingUpstream>>;
 let token: string;
 let outsiderToken: string;
 let serversFile: string;
@@ -22,10 +23,12 @@ let serversFile: string;
 beforeAll(async () => {
   upstreamHttp = await startEverythingOverHttp();
   changing = await startChangingUpstream();
+  misbehaving = await startMisbehavingUpstream();
   serversFile = writeServersFile({
     everything: everythingOverStdio('gateway-stdio', { env: { UPSTREAM_MARK: 'gateway-stdio', GREETING: '${UPSTREAM_GREETING}' }, resumable: ['get-sum'] }),
     remote: { url: upstreamHttp.url },
     changing: { url: changing.url, type: 'http' },
+    bad: { url: misbehaving.url, timeoutMs: 3000, maxConcurrent: 1 },
     staff: everythingOverStdio('gateway-staff', { users: ['@staff.example'], toolPrefix: 'staffonly' }),
     // Other clients' own keys sit in the same entries; a disabled entry is left out.
     off: { command: 'false', disabled: true },
@@ -33,13 +36,14 @@ beforeAll(async () => {
   server = await startServer({ MCP_SERVERS_FILE: serversFile, UPSTREAM_GREETING: 'hello from the file' });
   token = createToken(server, 'ada@staff.example');
   outsiderToken = createToken(server, 'bob@elsewhere.example');
-  await untilTools(token, ['everything__echo', 'remote__echo', 'staffonly__echo', 'changing__add_tool']);
+  await untilTools(token, ['everything__echo', 'remote__echo', 'staffonly__echo', 'changing__add_tool', 'bad__silent']);
 }, 120_000);
 
 afterAll(async () => {
   await server?.stop();
   await upstreamHttp?.stop();
   await changing?.close();
+  await misbehaving?.close();
   if (serversFile) fs.rmSync(path.dirname(serversFile), { recursive: true, force: true });
 });
 
@@ -206,6 +210,30 @@ describe('the tools of the servers file', () => {
       await close();
     }
   });
+});
+
+describe('an upstream that misbehaves', () => {
+  it('gives each call a clear failure: garbage, too much, an error, or no answer at all', async () => {
+    const { client, close } = await connectSdkClient(server.mcpUrl, token);
+    try {
+      const call = (name: string) => client.callTool({ name: `bad__${name}`, arguments: {} }, CallToolResultSchema, { timeout: 30_000 });
+      const garbage = await call('garbage');
+      expect(garbage.isError).toBe(true);
+      expect(textOf(garbage)).toMatch(/^Tool bad__garbage failed: bad did not complete the call: .*content/);
+      const huge = await call('huge');
+      expect(textOf(huge)).toMatch(/bad did not complete the call: its result is \d+ bytes, more than the 4194304 a task's result may hold/);
+      const broken = await call('error');
+      expect(textOf(broken)).toContain('the upstream broke');
+      const started = Date.now();
+      const silent = await call('silent');
+      expect(textOf(silent)).toMatch(/bad did not complete the call: .*timed out/i);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(2_900);
+      const rows = ['garbage', 'huge', 'error', 'silent'].map((name) => taskRowsOf(`bad__${name}`).at(-1)?.status);
+      expect(rows).toEqual(['failed', 'failed', 'failed', 'failed']);
+    } finally {
+      await close();
+    }
+  }, 60_000);
 });
 
 describe("an upstream's list of tools", () => {

@@ -62,6 +62,12 @@ export interface EngineConfig {
   instanceId: string;
   /** How long a lease holds without renewal: how soon another instance takes over the tasks of a dead one. */
   leaseMs: number;
+  /**
+   * Whether the task's client can be asked for a completion by its model (a 2025-11-25 session that
+   * declared sampling; a 2026-07-28 client is asked when it polls). A request for one from a client that
+   * cannot is refused at once rather than left waiting.
+   */
+  clientCanSample?(task: TaskRow): Promise<boolean>;
 }
 
 /** How often a running task's progress is written; every report is published on the bus at once. */
@@ -466,6 +472,9 @@ export class TaskEngine {
         };
       },
       createMessage: async (request, { key }) => {
+        if (this.config.clientCanSample && !(await this.config.clientCanSample(row))) {
+          throw new Error('the client of this task cannot sample: it did not declare the sampling capability');
+        }
         const answered = await this.inputs.ask(row, 'sampling', key, request, controller.signal);
         const refused = answered.response?.error as { code?: number; message?: string } | undefined;
         // A failed upstream call is the tool's failure (an isError result the model can read), not a protocol error.

@@ -172,6 +172,17 @@ describe('the tools of the servers file', () => {
     }
   });
 
+  it("refuse upstream a sampling request the calling client cannot answer, at once", async () => {
+    const { client, close } = await connectSdkClient(server.mcpUrl, token);
+    try {
+      const result = await client.callTool({ name: 'everything__trigger-sampling-request', arguments: { prompt: 'say hi', maxTokens: 20 } }, CallToolResultSchema, { timeout: 20_000 });
+      expect(result.isError).toBe(true);
+      expect(textOf(result)).toContain('the client of this task cannot sample');
+    } finally {
+      await close();
+    }
+  });
+
   it('pass structured content and images through', async () => {
     const { client, close } = await connectSdkClient(server.mcpUrl, token);
     try {

@@ -1,5 +1,5 @@
 import { addToolSource, toolsChanged } from '@/lib/tools/catalogue';
-import type { UpstreamConfig } from './config';
+import type { PerUserHeader, UpstreamConfig } from './config';
 import { prefixSeparator, UpstreamServer, type UpstreamStatus } from './server';
 
 /**
@@ -49,4 +49,10 @@ export async function stopUpstreams(): Promise<void> {
 export function serverOfTool(toolName: string): string | undefined {
   const servers = globalForUpstreams.__mcpTaskServerUpstreams?.servers ?? [];
   return servers.find((server) => toolName.startsWith(`${server.config.toolPrefix}${prefixSeparator}`))?.config.name;
+}
+
+/** The header (and its template) a server's entry has each person give their own secret for, by the server's name. */
+export function perUserHeaderOf(serverName: string): PerUserHeader | undefined {
+  const servers = globalForUpstreams.__mcpTaskServerUpstreams?.servers ?? [];
+  return servers.find((server) => server.config.name === serverName)?.config.perUserHeader;
 }

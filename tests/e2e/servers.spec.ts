@@ -9,6 +9,7 @@ import { startHeaderEcho } from '../helpers/header-echo-upstream';
 import { connectSdkClient } from '../helpers/mcp';
 import { freePort, startServer, type TestServer } from '../helpers/server';
 import { AuthPage } from '../pages/auth';
+import { QuestionsPage } from '../pages/questions';
 import { ServersPage } from '../pages/servers';
 import { TokensPage } from '../pages/tokens';
 
@@ -235,4 +236,28 @@ base('without a servers file, the page says how an operator adds servers', async
   await expect(empty).toContainText('MCP_SERVERS_FILE');
   await expect(empty).toContainText('The servers people already run');
   expect(await axeViolationsEverywhere(page, '/servers')).toEqual([]);
+});
+
+test("an upstream's question is answered in the dashboard, and the answer goes back upstream", async ({ page, upstreams }) => {
+  const { server } = upstreams;
+  const token = await signUpWithToken(page, 'upstream-asked');
+  // A client without elicitation: only the dashboard can answer server-everything's question.
+  const connection = await connectSdkClient(server.mcpUrl, token);
+  try {
+    const call = connection.client.callTool({ name: 'everything__trigger-elicitation-request', arguments: {} }, CallToolResultSchema, { timeout: 120_000 });
+    const message = 'Please provide inputs for the following fields:';
+    const questions = new QuestionsPage(page);
+    await expect(questions.inboxCount()).toHaveText('1');
+    await questions.openFromInbox(message);
+    await expect(page.getByTestId('via-server')).toHaveText('via everything');
+    await questions.form(message).getByRole('textbox', { name: 'String *', exact: true }).fill('Grace Hopper');
+    await questions.submit(message);
+    await expect(page.getByText(/^Answered in the dashboard by upstream-asked-/)).toBeVisible();
+    const result = await call;
+    const text = (result.content as Array<{ text?: string }>).map((block) => block.text ?? '').join('\n');
+    expect(text).toContain('✅ User provided the requested information!');
+    expect(text).toContain('- Name: Grace Hopper');
+  } finally {
+    await connection.close();
+  }
 });

@@ -1,7 +1,9 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { CallToolResultSchema, CreateMessageRequestSchema, ElicitRequestSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CallToolResultSchema, CreateMessageRequestSchema, CreateTaskResultSchema, ElicitRequestSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectSdk2Client, connectSdkClient, sleep, SseReader } from '../helpers/mcp';
 import { ModernMcp } from '../helpers/modern';
@@ -29,7 +31,7 @@ beforeAll(async () => {
     remote: { url: upstreamHttp.url },
     changing: { url: changing.url, type: 'http' },
     bad: { url: misbehaving.url, timeoutMs: 3000, maxConcurrent: 1 },
-    staff: everythingOverStdio('gateway-staff', { users: ['@staff.example'], toolPrefix: 'staffonly' }),
+    staff: everythingOverStdio('gateway-staff', { users: ['@staff.example'], toolPrefix: 'staffonly', resumable: ['trigger-long-running-operation'] }),
     // Other clients' own keys sit in the same entries; a disabled entry is left out.
     off: { command: 'false', disabled: true },
   });
@@ -62,6 +64,26 @@ async function untilTools(bearer: string, names: string[], timeoutMs = 60_000): 
     await sleep(250);
   }
 }
+
+/** Starts a call as a task of ours (task-augmented tools/call); resolves with our task's id. */
+async function startTask(name: string, args: Record<string, unknown>): Promise<string> {
+  const { client, close } = await connectSdkClient(server.mcpUrl, token);
+  try {
+    const created = await client.request({ method: 'tools/call', params: { name, arguments: args, task: {} } }, CreateTaskResultSchema);
+    return created.task.taskId;
+  } finally {
+    await close();
+  }
+}
+
+const taskRow = (id: string) =>
+  server.db().prepare('SELECT status, status_message AS "statusMessage", attempt, upstream_task_id AS "upstreamTaskId", upstream_session_id AS "upstreamSessionId" FROM tasks WHERE id = ?').get(id) as {
+    status: string;
+    statusMessage: string | null;
+    attempt: number;
+    upstreamTaskId: string | null;
+    upstreamSessionId: string | null;
+  };
 
 const taskRowsOf = (tool: string) =>
   server.db().prepare('SELECT id, status, user_id AS "userId", upstream_task_id AS "upstreamTaskId", status_message AS "statusMessage" FROM tasks WHERE tool_name = ? ORDER BY created_at').all(tool) as Array<{
@@ -235,6 +257,12 @@ describe('an upstream that misbehaves', () => {
       expect(textOf(huge)).toMatch(/bad did not complete the call: its result is \d+ bytes, more than the 4194304 a task's result may hold/);
       const broken = await call('error');
       expect(textOf(broken)).toContain('the upstream broke');
+      // One call at a time: a second waits for the slot, and says so.
+      const holding = await startTask('bad__silent', {});
+      const waiting = await startTask('bad__error', {});
+      await expect.poll(() => taskRow(waiting).statusMessage, { timeout: 5_000 }).toBe('Waiting for a free slot on bad');
+      await expect.poll(() => taskRow(waiting).status, { timeout: 10_000 }).toBe('failed');
+      expect(taskRow(holding).status).toBe('failed');
       const started = Date.now();
       const silent = await call('silent');
       expect(textOf(silent)).toMatch(/bad did not complete the call: .*timed out/i);
@@ -315,25 +343,22 @@ describe('a tool that upstream runs only as a task', () => {
     }
   });
 
-  it('is answered with the upstream task\'s report after the gateway is killed with -9 while it runs (Streamable HTTP)', async () => {
-    const { client, close } = await connectSdkClient(server.mcpUrl, token);
-    let taskId = '';
-    try {
-      const created = await client.request(
-        { method: 'tools/call', params: { name: 'remote__simulate-research-query', arguments: { topic: 'glaciers' }, task: {} } },
-        (await import('@modelcontextprotocol/sdk/types.js')).CreateTaskResultSchema,
-      );
-      taskId = created.task.taskId;
-    } finally {
-      await close();
-    }
-    const deadline = Date.now() + 10_000;
-    while (!taskRowsOf('remote__simulate-research-query').find((row) => row.id === taskId)?.upstreamTaskId) {
-      if (Date.now() > deadline) throw new Error('the upstream task was never noted');
-      await sleep(50);
-    }
+  it("is answered with the upstream task's report after the gateway is killed with -9 while it runs (Streamable HTTP); a stdio call is failed saying so, or called again when resumable", async () => {
+    const lasting = await startTask('everything__trigger-long-running-operation', { duration: 30, steps: 30 });
+    const again = await startTask('staffonly__trigger-long-running-operation', { duration: 4, steps: 4 });
+    const taskId = await startTask('remote__simulate-research-query', { topic: 'glaciers' });
+    await expect.poll(() => taskRow(taskId).upstreamTaskId, { timeout: 10_000 }).toMatch(/^[0-9a-f]{32}$/);
+    expect(taskRow(taskId).upstreamSessionId).toBeTruthy();
+    expect(taskRow(lasting).status).toBe('working');
+    expect(taskRow(again).status).toBe('working');
     await server.kill9();
     await server.restart();
+    // Not called again: it may or may not have done its work upstream.
+    await expect.poll(() => taskRow(lasting).status, { timeout: 30_000 }).toBe('failed');
+    expect(taskRow(lasting).statusMessage).toBe('Interrupted by a restart; it may or may not have completed upstream on everything.');
+    // Listed as safe to call again: it is.
+    await expect.poll(() => taskRow(again).status, { timeout: 30_000 }).toBe('completed');
+    expect(taskRow(again).attempt).toBe(2);
     const after = await connectSdkClient(server.mcpUrl, token);
     try {
       const result = await after.client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema, { timeout: 60_000 });
@@ -344,6 +369,28 @@ describe('a tool that upstream runs only as a task', () => {
     }
     await untilTools(token, ['everything__echo', 'remote__echo']);
   }, 120_000);
+});
+
+describe('cancelling a task', () => {
+  it('cancels the upstream task doing its work', async () => {
+    const taskId = await startTask('remote__simulate-research-query', { topic: 'cancelled' });
+    await expect.poll(() => taskRow(taskId).upstreamTaskId, { timeout: 10_000 }).toMatch(/^[0-9a-f]{32}$/);
+    const { upstreamTaskId, upstreamSessionId } = taskRow(taskId);
+    const { client, close } = await connectSdkClient(server.mcpUrl, token);
+    try {
+      await client.experimental.tasks.cancelTask(taskId);
+    } finally {
+      await close();
+    }
+    // Asked of the upstream itself, in the session the task belongs to.
+    const direct = new Client({ name: 'direct', version: '1.0.0' });
+    await direct.connect(new StreamableHTTPClientTransport(new URL(upstreamHttp.url), { sessionId: upstreamSessionId! }));
+    try {
+      await expect.poll(async () => (await direct.experimental.tasks.getTask(upstreamTaskId!)).status, { timeout: 10_000 }).toBe('cancelled');
+    } finally {
+      await direct.close();
+    }
+  });
 });
 
 describe('a stdio server', () => {

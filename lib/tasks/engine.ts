@@ -457,6 +457,10 @@ export class TaskEngine {
           answeredByLabel: answered.answeredByLabel,
         };
       },
+      approve: async (request, { key }) => {
+        const answered = await this.inputs.ask(row, 'approval', key, { ...request }, controller.signal);
+        return { approved: answered.response?.decision === 'approve', answeredByLabel: answered.answeredByLabel };
+      },
       createMessage: async (request, { key }) => {
         const answered = await this.inputs.ask(row, 'sampling', key, request, controller.signal);
         const refused = answered.response?.error as { code?: number; message?: string } | undefined;

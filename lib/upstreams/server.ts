@@ -15,7 +15,7 @@ import {
 import { z } from 'zod';
 import packageJson from '@/package.json';
 import type { ToolSource } from '@/lib/tools/catalogue';
-import { logLevels, type CallToolResult, type ElicitRequest, type LogLevel, type TaskSupport, type ToolContext, type ToolDefinition } from '@/lib/tools/define';
+import { logLevels, personAnsweringTtlMs, textResult, type CallToolResult, type ElicitRequest, type LogLevel, type TaskSupport, type ToolContext, type ToolDefinition } from '@/lib/tools/define';
 import { userMayUse, type UpstreamConfig } from './config';
 import { minimalEnvironment } from './environment';
 import { StderrLog } from './stderr';
@@ -213,7 +213,9 @@ export class UpstreamServer implements ToolSource {
     // Every call runs as a task of ours (durable, in the dashboard) unless the operator marked the tool instant;
     // one that upstream runs only as a task is called as one there, and works from clients without tasks.
     const upstreamRequiresTask = tool.execution?.taskSupport === 'required';
-    const taskSupport: TaskSupport = this.config.instant.includes(tool.name) && !upstreamRequiresTask ? 'forbidden' : 'optional';
+    // A call that waits for a person's approval needs a task to wait in, instant or not.
+    const instant = this.config.instant.includes(tool.name) && !upstreamRequiresTask && !this.needsApproval(tool.name);
+    const taskSupport: TaskSupport = instant ? 'forbidden' : 'optional';
     return [
       {
         name,
@@ -229,6 +231,8 @@ export class UpstreamServer implements ToolSource {
         taskSupport,
         resumable: this.config.resumable.includes(tool.name),
         maxRunMs: this.config.timeoutMs,
+        // A person approving needs hours, as one answering a question does.
+        ...(this.needsApproval(tool.name) ? { minTtlMs: personAnsweringTtlMs } : {}),
         run: (args, ctx) => this.call(tool.name, args, ctx, upstreamRequiresTask),
       },
     ];
@@ -236,6 +240,10 @@ export class UpstreamServer implements ToolSource {
 
   /** Calls the upstream tool for one task (or plain call), relaying what upstream sends while it runs. */
   private async call(toolName: string, args: Record<string, unknown>, ctx: ToolContext, asTask: boolean): Promise<CallToolResult> {
+    if (this.needsApproval(toolName)) {
+      const answer = await ctx.approve({ server: this.config.name, tool: toolName, arguments: args }, { key: 'upstream:approval' });
+      if (!answer.approved) return textResult(`Denied by ${answer.answeredByLabel ?? 'a person'} in the dashboard: ${this.config.name} did not run ${toolName}.`, true);
+    }
     if (!this.slots.free()) ctx.status(`Waiting for a free slot on ${this.config.name}`);
     const release = await this.slots.take(ctx.signal);
     const inFlight: CallInFlight = { ctx, questions: 0 };
@@ -262,6 +270,10 @@ export class UpstreamServer implements ToolSource {
       this.calls.delete(inFlight);
       release();
     }
+  }
+
+  private needsApproval(toolName: string): boolean {
+    return this.config.approve.all || this.config.approve.tools.includes(toolName);
   }
 
   /**

@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -14,7 +13,9 @@ import { connectSdkClient, sleep } from '../helpers/mcp';
 
 const screenshots = path.join(__dirname, '..', '..', 'test-results', 'screenshots');
 const everything = path.resolve(__dirname, '..', '..', 'node_modules', '@modelcontextprotocol', 'server-everything', 'dist', 'index.js');
-const serversFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-approvals-e2e-')), 'servers.json');
+// One fixed path: Playwright loads this file in each of its processes, and each writes the same file.
+const serversFile = path.join(__dirname, '..', '..', 'test-results', 'approvals', 'servers.json');
+fs.mkdirSync(path.dirname(serversFile), { recursive: true });
 fs.writeFileSync(serversFile, JSON.stringify({ mcpServers: { everything: { command: process.execPath, args: [everything, 'stdio'], approve: ['echo'] } } }));
 
 const test = testWithServer({ MCP_SERVERS_FILE: serversFile });

@@ -73,6 +73,24 @@ export const emailConfirmations = pgTable(
   (table) => [index('email_confirmations_user_idx').on(table.userId, table.createdAt)],
 );
 
+/**
+ * A person's own secret for an upstream server of the servers file whose entry has `perUserHeader`
+ * (an API key, a personal token): sealed with AES-256-GCM under a key derived from the signing secret,
+ * bound to the person and the server, never shown again.
+ */
+export const upstreamCredentials = pgTable(
+  'upstream_credentials',
+  {
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    serverName: text('server_name').notNull(),
+    sealed: text('sealed').notNull(),
+    createdAt: millis('created_at').notNull(),
+  },
+  (table) => [uniqueIndex('upstream_credentials_user_server_unique').on(table.userId, table.serverName)],
+);
+
 export const linkedAccounts = pgTable(
   'linked_accounts',
   {
@@ -180,6 +198,12 @@ export const tasks = pgTable(
     callRequestId: jsonText<string | number>('call_request_id'),
     runner: text('runner'),
     leaseExpiresAt: millis('lease_expires_at'),
+    /**
+     * A tool of an upstream server that runs as a task there: that task's id, and the Streamable HTTP
+     * session it belongs to, so that a restart (or another instance) follows it instead of calling again.
+     */
+    upstreamTaskId: text('upstream_task_id'),
+    upstreamSessionId: text('upstream_session_id'),
   },
   (table) => [
     index('tasks_user_created_idx').on(table.userId, table.createdAt, table.id),

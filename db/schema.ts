@@ -47,6 +47,24 @@ export const emailConfirmations = sqliteTable(
   (table) => [index('email_confirmations_user_idx').on(table.userId, table.createdAt)],
 );
 
+/**
+ * A person's own secret for an upstream server of the servers file whose entry has `perUserHeader`
+ * (an API key, a personal token): sealed with AES-256-GCM under a key derived from the signing secret,
+ * bound to the person and the server, never shown again.
+ */
+export const upstreamCredentials = sqliteTable(
+  'upstream_credentials',
+  {
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    serverName: text('server_name').notNull(),
+    sealed: text('sealed').notNull(),
+    createdAt: millis('created_at').notNull(),
+  },
+  (table) => [uniqueIndex('upstream_credentials_user_server_unique').on(table.userId, table.serverName)],
+);
+
 /** GitHub and Google accounts joined to a user: a provider's account id signs in as exactly one user. */
 export const linkedAccounts = sqliteTable(
   'linked_accounts',
@@ -177,6 +195,12 @@ export const tasks = sqliteTable(
     runner: text('runner'),
     /** Until when the runner holds the task; an active task past it is taken over by another instance. */
     leaseExpiresAt: millis('lease_expires_at'),
+    /**
+     * A tool of an upstream server that runs as a task there: that task's id, and the Streamable HTTP
+     * session it belongs to, so that a restart (or another instance) follows it instead of calling again.
+     */
+    upstreamTaskId: text('upstream_task_id'),
+    upstreamSessionId: text('upstream_session_id'),
   },
   (table) => [
     index('tasks_user_created_idx').on(table.userId, table.createdAt, table.id),

@@ -8,7 +8,7 @@ import type { McpContext } from '@/lib/mcp/core/context';
 import { abortRequestsInFlight } from '@/lib/mcp/http/in-flight';
 import { followClientTask } from '@/lib/mcp/legacy/client-task-poller';
 import { logTaskEnds } from '@/lib/mcp/http/observe';
-import { clientLabel, forgetAnsweredCopies } from '@/lib/mcp/legacy/input-requests';
+import { canReceive, clientLabel, forgetAnsweredCopies } from '@/lib/mcp/legacy/input-requests';
 import { closeAllStreams } from '@/lib/mcp/http/sse';
 import { SessionStreams } from '@/lib/mcp/legacy/session-streams';
 import { createInProcessBus, topics, type EventBus } from '@/lib/tasks/bus';
@@ -57,6 +57,11 @@ export function getRuntime(): Runtime {
       appUrl: env.APP_URL,
       instanceId,
       leaseMs: env.TASK_LEASE_MS,
+      clientCanSample: async (task) => {
+        if (!task.sessionId) return true;
+        const session = await getMcpSessionById(task.sessionId);
+        return session !== undefined && canReceive(session, 'sampling');
+      },
     },
     bus,
   );

@@ -332,7 +332,7 @@ if (process.argv.includes('--check-reports')) {
     // server, so its suite runs once; so do the suites about PostgreSQL itself (the copy, several
     // instances, an outage, the secret instances share), which bring their own database.
     console.log('\nIntegration suites through the route handler (next start)...');
-    const aboutPostgres = ['tests/integration/db-copy.test.ts', 'tests/integration/instances.test.ts', 'tests/integration/notifications-instances.test.ts', 'tests/integration/outage.test.ts', 'tests/integration/shared-secret.test.ts'];
+    const aboutPostgres = ['tests/integration/db-copy.test.ts', 'tests/integration/instances.test.ts', 'tests/integration/notifications-instances.test.ts', 'tests/integration/outage.test.ts', 'tests/integration/shared-secret.test.ts', 'tests/integration/upstreams-instances.test.ts'];
     const onceOnly = ['tests/integration/oauth.test.ts', ...aboutPostgres].flatMap((file) => ['--exclude', file]);
     runVitest('route-handler', counts, ['tests/integration', ...onceOnly], { MCP_TEST_MOUNT: 'route-handler' });
     console.log('\nIntegration suites on PostgreSQL...');

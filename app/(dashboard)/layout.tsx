@@ -40,6 +40,7 @@ export default async function DashboardLayout({ children }: { children: React.Re
                 </span>
               )}
             </NavLink>
+            <NavLink href="/servers">Servers</NavLink>
             <NavLink href="/tokens">Tokens</NavLink>
             <NavLink href="/apps">Connected apps</NavLink>
             <NavLink href="/notifications">Notifications</NavLink>

@@ -5,7 +5,7 @@ import type { taskEvents, tasks, TaskStatus } from '../schema';
 import { endEventOf, eventTask, notify } from './notifications';
 
 export type TaskRow = typeof tasks.$inferSelect;
-export type NewTaskRow = Omit<TaskRow, 'lastUpdatedAt' | 'progress' | 'progressTotal' | 'progressMessage' | 'result' | 'error' | 'attempt' | 'partialOutput'>;
+export type NewTaskRow = Omit<TaskRow, 'lastUpdatedAt' | 'progress' | 'progressTotal' | 'progressMessage' | 'result' | 'error' | 'attempt' | 'partialOutput' | 'upstreamTaskId' | 'upstreamSessionId'>;
 export type TaskEventRow = typeof taskEvents.$inferSelect;
 
 /** A task's events are written with every creation and transition: one prepared statement. */
@@ -304,6 +304,12 @@ export const storeTasksProgress = defineQuery(
 );
 
 /** Marks a task as started again after a restart. */
+/** Notes the upstream task that does a task's work (and its session), so that a restart follows it. */
+export const setTaskUpstream = defineQuery(function* (q, id: string, upstreamTaskId: string, upstreamSessionId: string | null): Program<void> {
+  const { tasks } = q.t;
+  yield* changes(q.db.update(tasks).set({ upstreamTaskId, upstreamSessionId }).where(eq(tasks.id, id)));
+});
+
 export const incrementTaskAttempt = defineQuery(function* (q, id: string): Program<void> {
   const { tasks } = q.t;
   yield* changes(

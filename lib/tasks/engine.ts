@@ -7,6 +7,7 @@ import {
   getTaskByIdForUser,
   getTaskStatusByIdForUser,
   incrementTaskAttempt,
+  setTaskUpstream,
   insertTaskWithinLimits,
   listTaskEventsByTaskId,
   listTasksByUserId,
@@ -27,6 +28,7 @@ import { inTransaction } from '@/db/run';
 import { persistently } from '@/lib/storage/persist';
 import {
   executeTool,
+  HandedOver,
   ToolProtocolError,
   type CallToolResult,
   type ElicitAnswer,
@@ -60,6 +62,12 @@ export interface EngineConfig {
   instanceId: string;
   /** How long a lease holds without renewal: how soon another instance takes over the tasks of a dead one. */
   leaseMs: number;
+  /**
+   * Whether the task's client can be asked for a completion by its model (a 2025-11-25 session that
+   * declared sampling; a 2026-07-28 client is asked when it polls). A request for one from a client that
+   * cannot is refused at once rather than left waiting.
+   */
+  clientCanSample?(task: TaskRow): Promise<boolean>;
 }
 
 /** How often a running task's progress is written; every report is published on the bus at once. */
@@ -339,7 +347,8 @@ export class TaskEngine {
     for (const row of await claimTaskLeases(this.config.instanceId, now, now + this.config.leaseMs, everyActive)) {
       if (this.running.has(row.id)) continue;
       const tool = findTool(row.toolName);
-      if (tool?.resumable) {
+      // A task whose work goes on in an upstream task is followed there, whatever its tool.
+      if (tool && (tool.resumable || row.upstreamTaskId)) {
         const updated = await inTransaction(function* (q) {
           yield* incrementTaskAttempt.program(q, row.id);
           // A task waiting for input keeps its question (and status); the tool finds it again by key.
@@ -347,18 +356,22 @@ export class TaskEngine {
         });
         if (updated) {
           this.announce(updated, false);
-          this.run(updated, tool, { progress: updated.progress });
+          this.run(updated, tool, {
+            progress: updated.progress,
+            ...(row.upstreamTaskId ? { upstream: { taskId: row.upstreamTaskId, sessionId: row.upstreamSessionId } } : {}),
+          });
           resumed += 1;
         }
         continue;
       }
+      const interrupted = tool?.interruptedMessage ?? restartMessage;
       const { ended, withdrawn } = await inTransaction(function* (q) {
         const endedTask = yield* transitionTask.program(q, row.id, {
           from: activeStatuses,
           to: 'failed',
-          statusMessage: restartMessage,
+          statusMessage: interrupted,
           actor: 'system',
-          error: { code: -32603, message: `Internal error: ${restartMessage}` },
+          error: { code: -32603, message: `Internal error: ${interrupted}` },
         });
         return { ended: endedTask, withdrawn: endedTask ? yield* withdrawPendingTaskInputs.program(q, row.id) : [] };
       });
@@ -383,7 +396,7 @@ export class TaskEngine {
 
   /** Stops every running task without changing its state: used when the process is going away. */
   abortAll(): void {
-    for (const controller of this.running.values()) controller.abort(new Error('Server shutting down'));
+    for (const controller of this.running.values()) controller.abort(new HandedOver('Server shutting down'));
   }
 
   /**
@@ -399,7 +412,7 @@ export class TaskEngine {
       for (const id of await renewTaskLeases(this.config.instanceId, ids.slice(start, start + leaseBatch), until)) held.add(id);
     }
     for (const id of ids) {
-      if (!held.has(id)) this.running.get(id)?.abort(new Error('Taken over by another instance'));
+      if (!held.has(id)) this.running.get(id)?.abort(new HandedOver('Taken over by another instance'));
     }
   }
 
@@ -426,6 +439,7 @@ export class TaskEngine {
       taskId: row.id,
       userId: row.userId,
       resumedFrom,
+      noteUpstreamTask: (upstreamTaskId, upstreamSessionId) => setTaskUpstream(row.id, upstreamTaskId, upstreamSessionId),
       progress: (done, total, message) => {
         if (controller.signal.aborted) return;
         const updated = progress.report({ progress: done, progressTotal: total ?? null, progressMessage: message ?? null });
@@ -462,6 +476,9 @@ export class TaskEngine {
         return { approved: answered.response?.decision === 'approve', answeredByLabel: answered.answeredByLabel };
       },
       createMessage: async (request, { key }) => {
+        if (this.config.clientCanSample && !(await this.config.clientCanSample(row))) {
+          throw new Error('the client of this task cannot sample: it did not declare the sampling capability');
+        }
         const answered = await this.inputs.ask(row, 'sampling', key, request, controller.signal);
         const refused = answered.response?.error as { code?: number; message?: string } | undefined;
         // A failed upstream call is the tool's failure (an isError result the model can read), not a protocol error.

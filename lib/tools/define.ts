@@ -59,8 +59,17 @@ export interface ToolContext {
    * frees the connection of a long wait). A task-augmented call's client polls anyway: nothing happens.
    */
   closeStream(): void;
-  /** Set when a resumable task runs again after a restart: where it had got to. */
-  resumedFrom?: { progress: number | null };
+  /**
+   * Set when a task runs again after a restart: where it had got to, and the upstream task doing its
+   * work, when its tool noted one.
+   */
+  resumedFrom?: { progress: number | null; upstream?: { taskId: string; sessionId: string | null } };
+  /**
+   * Notes, with the task, the upstream task that does its work (and the upstream session it belongs to):
+   * after a restart the tool runs again with it in `resumedFrom`, to follow it rather than call again.
+   * Absent for a call that is not a task.
+   */
+  noteUpstreamTask?(taskId: string, sessionId: string | null): Promise<void>;
 }
 
 export interface ElicitRequest {
@@ -137,6 +146,8 @@ export interface ToolDefinition<Schema extends z.ZodObject = z.ZodObject> {
   asksBeforeTask?: boolean;
   /** A resumable tool is run again after a restart instead of being failed. */
   resumable?: boolean;
+  /** What a task of this tool that cannot resume says when a restart ended it, instead of the engine's words. */
+  interruptedMessage?: string;
   /** A capability the calling client must have declared, for a tool that needs the client's help. */
   requiresClient?: 'sampling' | 'elicitation';
   run(args: z.infer<Schema>, ctx: ToolContext): Promise<CallToolResult>;
@@ -148,6 +159,18 @@ export const personAnsweringTtlMs = 8 * 60 * 60 * 1000;
 export function defineTool<Schema extends z.ZodObject>(tool: ToolDefinition<Schema>): ToolDefinition<Schema> {
   return tool;
 }
+
+/**
+ * Why a task's signal fires when its work stops here but the task goes on elsewhere (this process is
+ * stopping, or another instance took the task over): a tool leaves running what it started outside (an
+ * upstream task), for whoever resumes it to follow.
+ */
+export class HandedOver extends Error {
+  override name = 'HandedOver';
+}
+
+/** Whether a signal fired because the task was handed over; by name, as separately bundled routes hold separate classes. */
+export const isHandedOver = (signal: AbortSignal) => signal.aborted && (signal.reason as Error | undefined)?.name === 'HandedOver';
 
 /** A JSON-RPC error a tool may throw on purpose; tasks/result returns it verbatim. */
 export class ToolProtocolError extends Error {

@@ -59,7 +59,7 @@ const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
 const HTTP_TYPES = ['http', 'streamable-http', 'streamableHttp'];
 
 /** Reads and validates the servers file; throws a ServersFileError when it cannot be used. */
-export function loadServersFile(file: string, env: NodeJS.ProcessEnv = process.env): UpstreamConfig[] {
+export function loadServersFile(file: string, env: Readonly<Record<string, string | undefined>> = process.env): UpstreamConfig[] {
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8');
@@ -70,7 +70,7 @@ export function loadServersFile(file: string, env: NodeJS.ProcessEnv = process.e
 }
 
 /** Validates the text of a servers file; `file` only names it in error messages. */
-export function parseServersFile(text: string, file: string, env: NodeJS.ProcessEnv = process.env): UpstreamConfig[] {
+export function parseServersFile(text: string, file: string, env: Readonly<Record<string, string | undefined>> = process.env): UpstreamConfig[] {
   const fail = (where: string, message: string) => new ServersFileError(`MCP_SERVERS_FILE ${file}: ${where}${message}`);
   const document = parseJson(text.replace(/^\uFEFF/, ''), (message) => fail('', message));
   if (!isPlainObject(document)) throw fail('', 'must hold a JSON object like { "mcpServers": { … } }');
@@ -198,7 +198,7 @@ function parseEntry(name: string, entry: unknown, schemas: EntrySchemas): EntryO
  */
 type EntrySchemas = ReturnType<typeof entrySchemas>;
 
-function entrySchemas(env: NodeJS.ProcessEnv) {
+function entrySchemas(env: Readonly<Record<string, string | undefined>>) {
   const expanded = z.string().transform((text, context) => {
     const outcome = expandVariables(text, env);
     if (typeof outcome === 'string') return outcome;
@@ -271,7 +271,7 @@ function entrySchemas(env: NodeJS.ProcessEnv) {
  * as everywhere in our configuration, so ${NAME:-default} then takes the default and ${NAME} is refused.
  * Values are never scanned again, and never appear in a problem (they are often secrets).
  */
-function expandVariables(text: string, env: NodeJS.ProcessEnv): string | { problem: string } {
+function expandVariables(text: string, env: Readonly<Record<string, string | undefined>>): string | { problem: string } {
   let result = '';
   let from = 0;
   for (;;) {

@@ -34,7 +34,7 @@ const inherited = [
   'NPM_CONFIG_CACHE',
 ] as const;
 
-export function minimalEnvironment(source: NodeJS.ProcessEnv = process.env): Record<string, string> {
+export function minimalEnvironment(source: Readonly<Record<string, string | undefined>> = process.env): Record<string, string> {
   const env: Record<string, string> = {};
   for (const name of inherited) {
     const value = source[name];

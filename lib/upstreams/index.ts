@@ -1,6 +1,6 @@
 import { addToolSource, toolsChanged } from '@/lib/tools/catalogue';
-import type { UpstreamConfig } from './config';
-import { UpstreamServer, type UpstreamStatus } from './server';
+import type { PerUserHeader, UpstreamConfig } from './config';
+import { prefixSeparator, UpstreamServer, type UpstreamStatus } from './server';
 
 /**
  * The upstream servers of this process, on globalThis because npm start's server and Next's route
@@ -43,4 +43,16 @@ export function upstreamStatusesFor(email: string | null): UpstreamStatus[] {
 /** Stops every server (the process is going away): stdio children are ended, HTTP sessions closed. */
 export async function stopUpstreams(): Promise<void> {
   await Promise.all((globalForUpstreams.__mcpTaskServerUpstreams?.servers ?? []).map((server) => server.stop()));
+}
+
+/** The server of the servers file a tool comes from (by its prefix), for "via <server>" on a task's page. */
+export function serverOfTool(toolName: string): string | undefined {
+  const servers = globalForUpstreams.__mcpTaskServerUpstreams?.servers ?? [];
+  return servers.find((server) => toolName.startsWith(`${server.config.toolPrefix}${prefixSeparator}`))?.config.name;
+}
+
+/** The header (and its template) a server's entry has each person give their own secret for, by the server's name. */
+export function perUserHeaderOf(serverName: string): PerUserHeader | undefined {
+  const servers = globalForUpstreams.__mcpTaskServerUpstreams?.servers ?? [];
+  return servers.find((server) => server.config.name === serverName)?.config.perUserHeader;
 }

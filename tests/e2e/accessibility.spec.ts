@@ -22,7 +22,7 @@ test('every dashboard page passes axe-core in light and dark, at phone and deskt
   const form = (await mcp.call('tools/call', { name: 'ask_human', arguments: { question: 'Details?', fields: { note: { type: 'string', title: 'Note' }, urgent: { type: 'boolean' } } }, task: {} })).task;
   const done = await mcp.startDelayTask(0);
   await expect.poll(async () => (await mcp.call('tasks/get', { taskId: done.taskId })).status).toBe('completed');
-  const signedIn = ['/tasks', '/inbox', `/tasks/${asking.taskId}`, `/tasks/${form.taskId}`, `/tasks/${done.taskId}`, '/tokens', '/apps', '/notifications', '/connect'];
+  const signedIn = ['/tasks', '/inbox', `/tasks/${asking.taskId}`, `/tasks/${form.taskId}`, `/tasks/${done.taskId}`, '/servers', '/tokens', '/apps', '/notifications', '/connect'];
   const signedOut = await browser.newContext({ baseURL: server.url });
   const outPage = await signedOut.newPage();
   const found: string[] = [];

@@ -19,6 +19,7 @@ const redirectUri = 'http://127.0.0.1:53682/callback';
 const tables = [
   'users',
   'email_confirmations',
+  'upstream_credentials',
   'linked_accounts',
   'access_tokens',
   'mcp_sessions',
@@ -216,7 +217,7 @@ describe('npm run db:copy', () => {
     for (const table of tables) {
       expect(copy.stdout).toContain(`  ${table}: ${sqliteRows(table).length} rows\n`);
     }
-    expect(copy.stdout).toMatch(/^Copied 15 tables, \d+ rows; every table has as many rows in PostgreSQL as in SQLite\.$/m);
+    expect(copy.stdout).toMatch(/^Copied 16 tables, \d+ rows; every table has as many rows in PostgreSQL as in SQLite\.$/m);
     await expectSameRows(database.url);
     expect(fs.readFileSync(sqlitePath).equals(fileBefore)).toBe(true);
 

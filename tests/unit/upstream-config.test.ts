@@ -6,11 +6,11 @@ import { loadServersFile, parseServersFile, ServersFileError, type UpstreamConfi
 
 const FILE = '/etc/mcp/servers.json';
 
-function parse(servers: unknown, env: NodeJS.ProcessEnv = {}): UpstreamConfig[] {
+function parse(servers: unknown, env: Readonly<Record<string, string | undefined>> = {}): UpstreamConfig[] {
   return parseServersFile(JSON.stringify({ mcpServers: servers }), FILE, env);
 }
 
-function one(entry: unknown, env: NodeJS.ProcessEnv = {}): UpstreamConfig {
+function one(entry: unknown, env: Readonly<Record<string, string | undefined>> = {}): UpstreamConfig {
   const configs = parse({ server: entry }, env);
   expect(configs).toHaveLength(1);
   return configs[0];
@@ -30,7 +30,7 @@ function failure(run: () => unknown): string {
   throw new Error('expected the servers file to be refused');
 }
 
-const refusal = (servers: unknown, env: NodeJS.ProcessEnv = {}) => failure(() => parse(servers, env));
+const refusal = (servers: unknown, env: Readonly<Record<string, string | undefined>> = {}) => failure(() => parse(servers, env));
 
 describe('the servers file', () => {
   it('reads a stdio entry as Claude Desktop writes it, with our defaults', () => {

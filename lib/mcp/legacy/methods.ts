@@ -343,7 +343,7 @@ export function dispatch(method: string, params: unknown, ctx: RequestContext): 
 
 export function serverCapabilities(protocolVersion: string) {
   return {
-    tools: { listChanged: false },
+    tools: { listChanged: true },
     logging: {},
     ...(protocolVersion === tasksProtocolVersion
       ? { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } }

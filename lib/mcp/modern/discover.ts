@@ -4,7 +4,7 @@ import { allProtocolVersions, tasksExtension } from './protocol';
 /** What this server offers a 2026-07-28 client: tools, per-request log levels, and the tasks extension. */
 export function modernCapabilities() {
   return {
-    tools: { listChanged: false },
+    tools: { listChanged: true },
     logging: {},
     extensions: { [tasksExtension]: {} },
   };

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { topics } from '@/lib/tasks/bus';
 import { isTaskError } from '@/lib/tasks/engine';
 import { isTerminal, type TaskStatus } from '@/lib/tasks/states';
+import { onToolsChanged } from '@/lib/tools/catalogue';
 import { parseParams } from '../core/schema';
 import type { SseStream } from '../http/sse';
 import type { ModernCall } from './call';
@@ -10,10 +11,10 @@ import { detailedTaskFor } from './tasks';
 
 /**
  * subscriptions/listen (2026-07-28): a long-lived response stream of the notifications the client asked
- * for, in place of the legacy GET stream. This server's tool list never changes while it runs and it has
- * no prompts or resources, so the only notifications it agrees to are notifications/tasks (the tasks
- * extension) for the caller's own tasks; every other kind is left out of the acknowledgement. Progress
- * and log messages never go here: they belong to the request they are about.
+ * for, in place of the legacy GET stream. It agrees to notifications/tasks (the tasks extension) for the
+ * caller's own tasks and to notifications/tools/list_changed (the tools of the servers file change as
+ * they come up or change their lists); it has no prompts or resources, so those are left out of the
+ * acknowledgement. Progress and log messages never go here: they belong to the request they are about.
  */
 
 /** At most this many tasks on one stream. */
@@ -32,10 +33,15 @@ const listenParamsSchema = z.object({
 });
 
 /** Checks the filter before the stream opens: a refusal is an ordinary error response. */
-export function readListenFilter(rawParams: unknown, call: Pick<ModernCall, 'client'>): { taskIds: string[] } {
+export interface ListenFilter {
+  taskIds: string[];
+  toolsListChanged: boolean;
+}
+
+export function readListenFilter(rawParams: unknown, call: Pick<ModernCall, 'client'>): ListenFilter {
   const { notifications } = parseParams(listenParamsSchema, rawParams);
   if (notifications.taskIds !== undefined && !declaresTasks(call.client)) throw tasksExtensionRequired('Task status notifications (taskIds)');
-  return { taskIds: [...new Set(notifications.taskIds ?? [])] };
+  return { taskIds: [...new Set(notifications.taskIds ?? [])], toolsListChanged: notifications.toolsListChanged === true };
 }
 
 /**
@@ -45,7 +51,7 @@ export function readListenFilter(rawParams: unknown, call: Pick<ModernCall, 'cli
  * must not wait forever for a change that happened before it listened. Resolves with the release of
  * the subscription.
  */
-export async function listen(stream: SseStream, filter: { taskIds: string[] }, call: ModernCall): Promise<() => void> {
+export async function listen(stream: SseStream, filter: ListenFilter, call: ModernCall): Promise<() => void> {
   const subscriptionMeta = { [metaKey.subscriptionId]: call.requestId };
   const owned: string[] = [];
   for (const taskId of filter.taskIds) {
@@ -60,8 +66,16 @@ export async function listen(stream: SseStream, filter: { taskIds: string[] }, c
   stream.send({
     jsonrpc: '2.0',
     method: 'notifications/subscriptions/acknowledged',
-    params: { _meta: subscriptionMeta, notifications: owned.length > 0 ? { taskIds: owned } : {} },
+    params: {
+      _meta: subscriptionMeta,
+      notifications: { ...(owned.length > 0 ? { taskIds: owned } : {}), ...(filter.toolsListChanged ? { toolsListChanged: true } : {}) },
+    },
   });
+  const stopListening = filter.toolsListChanged
+    ? onToolsChanged(() => {
+        if (!stream.closed) stream.send({ jsonrpc: '2.0', method: 'notifications/tools/list_changed', params: { _meta: subscriptionMeta } });
+      })
+    : () => {};
   const unsubscribes = owned.map((taskId) => {
     // One read at a time per task, in order: each notification is the task as it is when sent.
     let queue = Promise.resolve();
@@ -90,5 +104,8 @@ export async function listen(stream: SseStream, filter: { taskIds: string[] }, c
     sendTask((status) => status === 'input_required' || isTerminal(status));
     return unsubscribe;
   });
-  return () => unsubscribes.forEach((unsubscribe) => unsubscribe());
+  return () => {
+    stopListening();
+    unsubscribes.forEach((unsubscribe) => unsubscribe());
+  };
 }

@@ -8,12 +8,14 @@ import { ProgressBar } from '@/components/tasks/progress-bar';
 import { JsonBlock, ResultView } from '@/components/tasks/result-view';
 import { StatusBadge } from '@/components/tasks/status-badge';
 import { Timeline } from '@/components/tasks/timeline';
+import { ViaServerBadge } from '@/components/tasks/via-server-badge';
 import { Card } from '@/components/ui/card';
 import { RelativeTime } from '@/components/ui/relative-time';
 import { requireUser } from '@/lib/auth/session';
 import { getRuntime } from '@/lib/runtime';
 import { isTaskError } from '@/lib/tasks/engine';
 import { isTerminal } from '@/lib/tasks/states';
+import { serverOfTool } from '@/lib/upstreams';
 
 export const dynamic = 'force-dynamic';
 
@@ -43,6 +45,7 @@ export default async function TaskPage({ params }: { params: Promise<{ taskId: s
   const { task, events, inputs } = await loadTask(taskId, user.id);
   const terminal = isTerminal(task.status);
   const hours = task.ttlMs / 3_600_000;
+  const server = serverOfTool(task.toolName);
 
   return (
     <div className="space-y-6">
@@ -58,6 +61,7 @@ export default async function TaskPage({ params }: { params: Promise<{ taskId: s
             <StatusBadge status={task.status} />
             <PlainCallBadge task={task} />
             <EraBadge task={task} />
+            <ViaServerBadge server={server} />
           </div>
           <p className="mt-1 break-all font-mono text-xs text-zinc-500 dark:text-zinc-400">{task.id}</p>
           {task.statusMessage && (
@@ -132,6 +136,14 @@ export default async function TaskPage({ params }: { params: Promise<{ taskId: s
               <dd data-testid="protocol">{eraDescription(task.protocolVersion)}</dd>
               <dt className="text-zinc-500 dark:text-zinc-400">Started by</dt>
               <dd data-testid="started-by">{startedBy(task)}</dd>
+              {task.upstreamTaskId && (
+                <>
+                  <dt className="text-zinc-500 dark:text-zinc-400">{server ? `Task id on ${server}` : 'Upstream task id'}</dt>
+                  <dd className="break-all font-mono text-xs" data-testid="upstream-task-id">
+                    {task.upstreamTaskId}
+                  </dd>
+                </>
+              )}
               {task.attempt > 1 && (
                 <>
                   <dt className="text-zinc-500 dark:text-zinc-400">Runs</dt>

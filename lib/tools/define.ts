@@ -42,7 +42,8 @@ export interface ToolContext {
    * Waits for a person to approve or deny a call the tool is about to make (a call of an upstream
    * server's tool), in the dashboard: never asked of the MCP client, since a client approving its own
    * call would defeat the purpose. Keyed like elicit, so a tool run again after a restart finds the
-   * earlier approval instead of asking twice.
+   * earlier approval instead of asking twice. A task that waits for approval when the server restarts
+   * runs again, whatever its tool, and waits again: ask before doing anything that must not be done twice.
    */
   approve(request: ApprovalRequest, options: { key: string }): Promise<ApprovalAnswer>;
   /** Asks the client's model for a completion (sampling/createMessage); keyed like elicit. */

@@ -209,4 +209,24 @@ describe('a tool that needs approval', () => {
     expect(task.status).toBe('completed');
     expect(task.result.content).toEqual([{ type: 'text', text: 'Echo: from the new era' }]);
   });
+
+  // Last: it restarts the server.
+  it('survives a restart while it waits: the same approval, given after it, lets the call run', async () => {
+    const before = new RawMcp(server.mcpUrl, token);
+    await before.initialize();
+    const { task } = await before.call('tools/call', { name: 'everything__echo', arguments: { message: 'after the restart' }, task: {} });
+    const input = await pendingApproval(task.taskId);
+    await server.restart();
+    const after = new RawMcp(server.mcpUrl, token);
+    await after.initialize();
+    // Taken up again once the upstream is back, still waiting for the approval it asked for.
+    const attempt = () => Number((server.db().prepare('SELECT attempt FROM tasks WHERE id = ?').get(task.taskId) as { attempt: unknown }).attempt);
+    await expect.poll(attempt, { timeout: 40_000 }).toBe(2);
+    expect((await after.call('tasks/get', { taskId: task.taskId })).status).toBe('input_required');
+    expect((await pendingApproval(task.taskId)).id).toBe(input.id);
+
+    expect((await decide(input, 'approve')).status).toBe(200);
+    const result = await after.call('tasks/result', { taskId: task.taskId });
+    expect(result.content).toEqual([{ type: 'text', text: 'Echo: after the restart' }]);
+  });
 });

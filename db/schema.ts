@@ -227,13 +227,14 @@ export const taskEvents = sqliteTable(
   (table) => [index('task_events_task_idx').on(table.taskId, table.id)],
 );
 
-export const inputKinds = ['elicitation', 'sampling'] as const;
+/** An approval is a person's yes or no to a call of an upstream tool: never asked of an MCP client. */
+export const inputKinds = ['elicitation', 'sampling', 'approval'] as const;
 export const inputStatuses = ['pending', 'answered', 'withdrawn'] as const;
 export type InputStatus = (typeof inputStatuses)[number];
 
 /**
- * A question a task asks its requestor (elicitation/create) or a model call it needs (sampling/
- * createMessage). Keyed per task, so that a tool re-run after a restart finds its earlier question and
+ * A question a task asks its requestor (elicitation/create), a model call it needs (sampling/
+ * createMessage), or a person's approval of the call it is about to make upstream. Keyed per task, so that a tool re-run after a restart finds its earlier question and
  * answer instead of asking again.
  */
 export const taskInputs = sqliteTable(

@@ -2,6 +2,7 @@ import type { TaskInputRow } from '@/lib/tasks/inputs';
 import { describeFields } from '@/lib/tasks/elicitation';
 import { JsonBlock } from '@/components/tasks/result-view';
 import { RelativeTime } from '@/components/ui/relative-time';
+import { Approval } from './approval';
 import { ElicitationForm } from './elicitation-form';
 
 function Answer({ input }: { input: TaskInputRow }) {
@@ -21,11 +22,26 @@ function Answer({ input }: { input: TaskInputRow }) {
   );
 }
 
-/** A task's questions: open ones as forms (or a note while the client's model works), closed ones with their answers. */
+/**
+ * A task's questions: open ones as forms (or a note while the client's model works), approvals with
+ * Approve and Deny, closed ones with their answers.
+ */
 export function QuestionList({ inputs }: { inputs: TaskInputRow[] }) {
   return (
     <ul className="space-y-6">
       {inputs.map((input) => {
+        if (input.kind === 'approval') {
+          return (
+            <li key={input.id} data-input-id={input.id} className="border-b border-zinc-100 pb-6 last:border-0 last:pb-0 dark:border-zinc-800">
+              <Approval input={input} />
+              {input.status === 'withdrawn' && (
+                <p className="mt-2 text-sm text-zinc-500 dark:text-zinc-400" data-input-status="withdrawn">
+                  Withdrawn: the task ended before anyone approved or denied it.
+                </p>
+              )}
+            </li>
+          );
+        }
         const message = String(input.request.message ?? (input.kind === 'sampling' ? 'A request for the client’s model' : 'A question'));
         const fields = input.kind === 'elicitation' ? describeFields(input.request.requestedSchema) : null;
         return (

@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, isNotNull, isNull, sql } from 'drizzle-orm';
+import { and, asc, count, desc, eq, inArray, isNotNull, isNull, sql } from 'drizzle-orm';
 import { changes, defineQuery, first, lock, preparedQuery, rows, type Program } from '../run';
 import type { taskInputs, TaskStatus } from '../schema';
 import { eventTask, notify, questionOf } from './notifications';
@@ -44,7 +44,8 @@ export const findOrCreateTaskInput = defineQuery(
         })
         .returning(),
     ))!;
-    if (created.kind === 'elicitation') {
+    // A person is told of what waits for them; a model call waits for the client.
+    if (created.kind !== 'sampling') {
       const task = yield* first(q.db.select().from(q.t.tasks).where(eq(q.t.tasks.id, input.taskId)));
       if (task) yield* notify(q, 'task.input_required', task.userId, { task: eventTask(task, 'input_required'), question: questionOf(created) }, now);
     }
@@ -169,14 +170,14 @@ export const listPendingTaskInputsByUserId = defineQuery(function* (
   )) as Array<{ input: TaskInputRow; task: { id: string; toolName: string; status: TaskStatus } }>;
 });
 
-export const countPendingTaskInputsByUserId = defineQuery(function* (q, userId: string, kind: InputKind): Program<number> {
+export const countPendingTaskInputsByUserId = defineQuery(function* (q, userId: string, kinds: InputKind[]): Program<number> {
   const { taskInputs } = q.t;
   return (
     (yield* first(
       q.db
         .select({ n: count() })
         .from(taskInputs)
-        .where(and(eq(taskInputs.userId, userId), eq(taskInputs.status, 'pending'), eq(taskInputs.kind, kind))),
+        .where(and(eq(taskInputs.userId, userId), eq(taskInputs.status, 'pending'), inArray(taskInputs.kind, kinds))),
     ))?.n ?? 0
   );
 });

@@ -28,6 +28,11 @@ export interface EventQuestion {
   message: string;
   /** The form's fields: name, title and JSON Schema type (with its choices, when it has them). */
   fields: Array<{ name: string; title: string | null; type: string; choices?: string[] }>;
+  /**
+   * For an approval: the server and the tool whose call waits for a person (never its arguments, which
+   * only the dashboard shows). A client cannot answer it, so it is told even while the client is live.
+   */
+  approval?: { server: string; tool: string };
 }
 
 export interface EventPayload {
@@ -417,8 +422,16 @@ export function* notify(q: QueryContext, type: NotificationEventType, userId: st
   yield* changes(q.db.insert(q.t.notificationEvents).values({ userId, taskId: payload.task.id, type, payload: payload as unknown as Record<string, unknown>, createdAt: now }));
 }
 
-/** A form question as an event tells it: its message and its fields' names, titles and types. */
-export function questionOf(input: { id: string; key: string; request: Record<string, unknown> }): EventQuestion {
+/**
+ * A question as an event tells it: a form's message and its fields' names, titles and types; an
+ * approval's server and tool.
+ */
+export function questionOf(input: { id: string; key: string; kind: string; request: Record<string, unknown> }): EventQuestion {
+  if (input.kind === 'approval') {
+    const server = String(input.request.server ?? '');
+    const tool = String(input.request.tool ?? '');
+    return { inputId: input.id, key: input.key, message: `Approve ${tool} on ${server}?`, fields: [], approval: { server, tool } };
+  }
   const request = input.request as { message?: unknown; requestedSchema?: { properties?: Record<string, Record<string, unknown>> } };
   const properties = request.requestedSchema?.properties ?? {};
   return {

@@ -34,7 +34,9 @@ export function webhookBody(event: Pick<NotificationEventRow, 'id' | 'type' | 'c
       protocolVersion: task.protocolVersion,
       createdAt: new Date(task.createdAt).toISOString(),
       url,
-      ...(question ? { question: { key: question.key, message: question.message, fields: question.fields, answerUrl: url } } : {}),
+      ...(question
+        ? { question: { key: question.key, message: question.message, fields: question.fields, ...(question.approval ? { approval: question.approval } : {}), answerUrl: url } }
+        : {}),
     },
   };
 }
@@ -52,7 +54,9 @@ function describe(type: NotificationEventType, payload: EventPayload): string {
   const { task, question } = payload;
   switch (type) {
     case 'task.input_required':
-      return `“${task.tool}” asks: ${question?.message || 'a question'}`;
+      return question?.approval
+        ? `“${task.tool}” waits for your approval to run ${question.approval.tool} on ${question.approval.server}`
+        : `“${task.tool}” asks: ${question?.message || 'a question'}`;
     case 'task.completed':
       return `“${task.tool}” completed`;
     case 'task.failed':
@@ -72,7 +76,7 @@ interface Email {
 /**
  * One e-mail for one event, or a digest for several. It says what the task asks (or how it ended), which
  * client started it, and links to the task's page; the tool's arguments and the form's fields only with
- * `includeDetails`.
+ * `includeDetails`, and never for an approval.
  */
 export function composeEmail(events: Array<Pick<NotificationEventRow, 'type' | 'payload'>>, appUrl: string, includeDetails: boolean): Email {
   const told = events.map((event) => ({ type: event.type, payload: event.payload as unknown as EventPayload }));
@@ -81,16 +85,18 @@ export function composeEmail(events: Array<Pick<NotificationEventRow, 'type' | '
     const [{ type, payload }] = told;
     const { task, question } = payload;
     const lines = [
-      type === 'task.input_required' ? 'A task needs your answer.' : describe(type, payload) + '.',
+      type !== 'task.input_required' ? describe(type, payload) + '.' : question?.approval ? 'A call waits for your approval.' : 'A task needs your answer.',
       '',
-      ...(question ? [`Question: ${question.message}`] : []),
+      ...(question?.approval ? [`Approve: ${question.approval.tool} on ${question.approval.server}`] : question ? [`Question: ${question.message}`] : []),
       `Tool: ${task.tool}`,
       `Started by: ${clientName(task)}`,
       `Started: ${new Date(task.createdAt).toUTCString()}`,
       '',
-      `${question ? 'Answer it' : 'See it'} here: ${taskPageUrl(appUrl, task.id)}`,
+      `${question?.approval ? 'Approve or deny it' : question ? 'Answer it' : 'See it'} here: ${taskPageUrl(appUrl, task.id)}`,
     ];
-    if (includeDetails) {
+    // The arguments of a call that waits for approval are read in the dashboard, in full, where it is approved.
+    if (question?.approval) lines.push('', 'Its arguments are shown in full on that page.');
+    else if (includeDetails) {
       if (question && question.fields.length > 0) lines.push('', 'Fields:', ...question.fields.map((field) => `  ${field.title ?? field.name} (${field.type}${field.choices ? `: ${field.choices.join(', ')}` : ''})`));
       lines.push('', 'Arguments:', JSON.stringify(task.arguments, null, 2));
     }

@@ -307,9 +307,15 @@ export class Notifier {
     }
   }
 
-  /** The events whose task's client has no live connection now: the person is not at it. */
+  /**
+   * The events whose task's client has no live connection now (the person is not at it), and every
+   * approval: no client shows one, so the person is told of it wherever they are.
+   */
   private async notWatched(events: NotificationEventRow[]): Promise<NotificationEventRow[]> {
-    const sessionOf = (event: NotificationEventRow) => (event.payload as unknown as EventPayload).task.sessionId ?? null;
+    const sessionOf = (event: NotificationEventRow) => {
+      const { task, question } = event.payload as unknown as EventPayload;
+      return question?.approval ? null : (task.sessionId ?? null);
+    };
     const sessions = [...new Set(events.map(sessionOf).filter((id): id is string => id !== null))];
     if (sessions.length === 0) return events;
     const live = new Set(await this.config.liveSessions(sessions));

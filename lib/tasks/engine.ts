@@ -347,8 +347,9 @@ export class TaskEngine {
     for (const row of await claimTaskLeases(this.config.instanceId, now, now + this.config.leaseMs, everyActive)) {
       if (this.running.has(row.id)) continue;
       const tool = findTool(row.toolName);
-      // A task whose work goes on in an upstream task is followed there, whatever its tool.
-      if (tool && (tool.resumable || row.upstreamTaskId)) {
+      // A task whose work goes on in an upstream task is followed there, whatever its tool; one that waits
+      // for a person's approval has done nothing yet that it would repeat, and waits again.
+      if (tool && (tool.resumable || row.upstreamTaskId || (await this.waitsForApproval(row)))) {
         const updated = await inTransaction(function* (q) {
           yield* incrementTaskAttempt.program(q, row.id);
           // A task waiting for input keeps its question (and status); the tool finds it again by key.
@@ -382,6 +383,13 @@ export class TaskEngine {
       }
     }
     return { resumed, failed };
+  }
+
+  /** Whether the task waits for approvals and for nothing else (a tool asks for approval before it acts). */
+  private async waitsForApproval(row: TaskRow): Promise<boolean> {
+    if (row.status !== 'input_required') return false;
+    const open = (await this.inputs.listForTask(row.id)).filter((input) => input.status === 'pending');
+    return open.length > 0 && open.every((input) => input.kind === 'approval');
   }
 
   /** Deletes expired tasks and stops their work; resolves with how many were deleted. */
@@ -470,6 +478,10 @@ export class TaskEngine {
           answeredBy: answered.answeredBy === 'dashboard' ? 'dashboard' : 'client',
           answeredByLabel: answered.answeredByLabel,
         };
+      },
+      approve: async (request, { key }) => {
+        const answered = await this.inputs.ask(row, 'approval', key, { ...request }, controller.signal);
+        return { approved: answered.response?.decision === 'approve', answeredByLabel: answered.answeredByLabel };
       },
       createMessage: async (request, { key }) => {
         if (this.config.clientCanSample && !(await this.config.clientCanSample(row))) {

@@ -26,6 +26,25 @@ import { waitFor } from './wait';
 export type { TaskInputRow };
 export type AnsweredBy = 'client' | 'dashboard';
 
+/** A person's answer to an approval, as its row keeps it. */
+export type ApprovalDecision = 'approve' | 'deny';
+
+/**
+ * Why an MCP client's answer to an approval is refused: the client is the one whose call waits for it,
+ * and an agent approving its own call would defeat the purpose.
+ */
+export const approvalNotForClients = 'An approval is answered by a person in the dashboard, never by an MCP client';
+
+/** The question, for an approval: what the person is asked to let run. */
+export function approvalOf(input: Pick<TaskInputRow, 'request'>): { server: string; tool: string; arguments: Record<string, unknown> } {
+  const { server, tool, arguments: args } = input.request as { server?: unknown; tool?: unknown; arguments?: unknown };
+  return {
+    server: String(server ?? ''),
+    tool: String(tool ?? ''),
+    arguments: typeof args === 'object' && args !== null && !Array.isArray(args) ? (args as Record<string, unknown>) : {},
+  };
+}
+
 /** An answer that does not fit its question: why, and which fields. */
 export interface AnswerMisfit {
   input: TaskInputRow;
@@ -56,12 +75,7 @@ export class TaskInputs {
    * question (and its answer) when the tool runs again after a restart. Resolves with the answered row.
    */
   async ask(task: TaskRow, kind: InputKind, key: string, request: Record<string, unknown>, signal: AbortSignal): Promise<TaskInputRow> {
-    // Many clients cannot be asked (no form elicitation): the status, which every client can read, says
-    // where the person can answer.
-    const statusMessage =
-      kind === 'elicitation'
-        ? `Waiting for input: ${String(request.message ?? 'a question')} (answer it in the dashboard: ${this.taskPageUrl(task.id)}, or in an MCP client that supports elicitation)`
-        : "Waiting for the client's model to answer";
+    const statusMessage = this.waitingMessage(task.id, kind, request);
     signal.throwIfAborted();
     // A question storage cannot take now is tried again (the task stays working meanwhile, which is
     // true); past the window the tool is told, and its task fails saying why.
@@ -89,6 +103,22 @@ export class TaskInputs {
     return this.waitForAnswer(input.id, signal);
   }
 
+  /**
+   * The status of a task while it waits. Many clients cannot be asked (no form elicitation), and none is
+   * asked an approval: the status, which every client can read, says where the person can answer.
+   */
+  private waitingMessage(taskId: string, kind: InputKind, request: Record<string, unknown>): string {
+    const page = this.taskPageUrl(taskId);
+    if (kind === 'elicitation') {
+      return `Waiting for input: ${String(request.message ?? 'a question')} (answer it in the dashboard: ${page}, or in an MCP client that supports elicitation)`;
+    }
+    if (kind === 'approval') {
+      const { server, tool } = approvalOf({ request });
+      return `Waiting for a person to approve ${tool} on ${server} in the dashboard: ${page}`;
+    }
+    return "Waiting for the client's model to answer";
+  }
+
   /** Takes an answer if the question is still open; validates it against the question first. */
   async answer(inputId: string, userId: string, raw: unknown, by: AnsweredBy, label: string | null, via: string | null = null): Promise<AnswerOutcome> {
     const input = await getTaskInputById(inputId);
@@ -99,6 +129,22 @@ export class TaskInputs {
     const [answered] = await this.store([{ input, response: checked.response }], by, label, via);
     if (answered) return { ok: true, input: answered };
     // Answered first elsewhere, or withdrawn: the question as it now stands.
+    const now = (await getTaskInputById(inputId)) ?? input;
+    return { ok: false, reason: 'closed', message: closedMessage(now), input: now };
+  }
+
+  /**
+   * A person's approval or denial, given in the dashboard: the only way an approval is answered (every
+   * other way refuses it). The first answer wins, as for any question.
+   */
+  async decide(inputId: string, userId: string, decision: ApprovalDecision, label: string | null): Promise<AnswerOutcome> {
+    const input = await getTaskInputById(inputId);
+    if (!input || input.userId !== userId || input.kind !== 'approval') return { ok: false, reason: 'not_found', message: 'No such approval' };
+    if (input.status !== 'pending') return { ok: false, reason: 'closed', message: closedMessage(input), input };
+    const by = label ? ` by ${label}` : '';
+    const resumed = decision === 'approve' ? `Approved${by} in the dashboard; working.` : `Denied${by} in the dashboard.`;
+    const [answered] = await this.store([{ input, response: { decision } }], 'dashboard', label, null, resumed);
+    if (answered) return { ok: true, input: answered };
     const now = (await getTaskInputById(inputId)) ?? input;
     return { ok: false, reason: 'closed', message: closedMessage(now), input: now };
   }
@@ -133,6 +179,8 @@ export class TaskInputs {
     by: AnsweredBy,
     label: string | null,
     via: string | null,
+    /** What the status of a task moved back to working says. */
+    resumedMessage = 'Input received; working.',
   ): Promise<TaskInputRow[]> {
     if (answers.length === 0) return [];
     const { answered, resumed } = await inTransaction(function* (q) {
@@ -144,7 +192,7 @@ export class TaskInputs {
       const moved: TaskRow[] = [];
       for (const taskId of new Set(taken.map((input) => input.taskId))) {
         if ((yield* countPendingTaskInputsByTaskId.program(q, taskId)) > 0) continue;
-        const back = yield* transitionTask.program(q, taskId, { from: ['input_required'], to: 'working', statusMessage: 'Input received; working.', actor: by });
+        const back = yield* transitionTask.program(q, taskId, { from: ['input_required'], to: 'working', statusMessage: resumedMessage, actor: by });
         if (back) moved.push(back);
       }
       return { answered: taken, resumed: moved };
@@ -164,6 +212,7 @@ export class TaskInputs {
 
   /** The client took an open question as a task of its own; resolves with false when it is not open, not this user's, or taken already. */
   async claimForClientTask(inputId: string, userId: string, clientTaskId: string): Promise<boolean> {
+    if ((await getTaskInputById(inputId))?.kind === 'approval') return false;
     const { claimed, input } = await inTransaction(function* (q) {
       const took = yield* claimTaskInputForClientTask.program(q, inputId, userId, clientTaskId);
       return { claimed: took, input: took ? yield* getTaskInputById.program(q, inputId) : undefined };
@@ -190,9 +239,9 @@ export class TaskInputs {
     return listPendingTaskInputsByUserId(userId);
   }
 
-  /** How many questions wait for a person (model calls wait for the client, not for them). */
+  /** How many questions and approvals wait for a person (model calls wait for the client, not for them). */
   countWaitingForUser(userId: string): Promise<number> {
-    return countPendingTaskInputsByUserId(userId, 'elicitation');
+    return countPendingTaskInputsByUserId(userId, ['elicitation', 'approval']);
   }
 
   listPendingForSession(sessionId: string): Promise<TaskInputRow[]> {
@@ -244,6 +293,11 @@ export class TaskInputs {
 }
 
 function closedMessage(input: TaskInputRow): string {
+  if (input.status === 'answered' && input.kind === 'approval') {
+    const verb = input.response?.decision === 'approve' ? 'approved' : 'denied';
+    return `This call was already ${verb} in the dashboard${input.answeredByLabel ? ` by ${input.answeredByLabel}` : ''}`;
+  }
+  if (input.status === 'withdrawn' && input.kind === 'approval') return 'This approval was withdrawn: its task has ended';
   if (input.status === 'answered') {
     const who = input.answeredBy === 'dashboard' ? 'in the dashboard' : 'by the MCP client';
     return `This question was already answered ${who}${input.answeredByLabel ? ` (${input.answeredByLabel})` : ''}`;
@@ -252,6 +306,8 @@ function closedMessage(input: TaskInputRow): string {
 }
 
 function checkResponse(input: TaskInputRow, raw: unknown) {
+  // Whatever it says: only decide() takes an approval's answer.
+  if (input.kind === 'approval') return { ok: false as const, message: approvalNotForClients, fieldErrors: {} };
   if (input.kind === 'sampling') {
     const result = raw as Record<string, unknown> | null;
     const content = result?.content;

@@ -38,6 +38,14 @@ export interface ToolContext {
    * task: a tool that runs again after a restart gets the earlier answer instead of asking twice.
    */
   elicit(request: ElicitRequest, options: { key: string }): Promise<ElicitAnswer>;
+  /**
+   * Waits for a person to approve or deny a call the tool is about to make (a call of an upstream
+   * server's tool), in the dashboard: never asked of the MCP client, since a client approving its own
+   * call would defeat the purpose. Keyed like elicit, so a tool run again after a restart finds the
+   * earlier approval instead of asking twice. A task that waits for approval when the server restarts
+   * runs again, whatever its tool, and waits again: ask before doing anything that must not be done twice.
+   */
+  approve(request: ApprovalRequest, options: { key: string }): Promise<ApprovalAnswer>;
   /** Asks the client's model for a completion (sampling/createMessage); keyed like elicit. */
   createMessage(request: Record<string, unknown>, options: { key: string }): Promise<Record<string, unknown>>;
   /**
@@ -74,6 +82,19 @@ export interface ElicitAnswer {
   action: 'accept' | 'decline' | 'cancel';
   content?: Record<string, string | number | boolean | string[]>;
   answeredBy: 'client' | 'dashboard';
+  answeredByLabel: string | null;
+}
+
+/** The call a person is asked to approve: every argument in full, so that they see what would run. */
+export interface ApprovalRequest {
+  server: string;
+  tool: string;
+  arguments: Record<string, unknown>;
+}
+
+export interface ApprovalAnswer {
+  approved: boolean;
+  /** Who answered (their account's email), when known. */
   answeredByLabel: string | null;
 }
 

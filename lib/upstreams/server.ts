@@ -2,7 +2,7 @@ import { CallToolResultSchema, CreateTaskResultSchema, type Tool } from '@modelc
 import { z } from 'zod';
 import { getEnv } from '@/lib/env';
 import type { ToolSource } from '@/lib/tools/catalogue';
-import { isHandedOver, type CallToolResult, type TaskSupport, type ToolContext, type ToolDefinition } from '@/lib/tools/define';
+import { isHandedOver, personAnsweringTtlMs, textResult, type CallToolResult, type TaskSupport, type ToolContext, type ToolDefinition } from '@/lib/tools/define';
 import { userMayUse, type UpstreamConfig } from './config';
 import { connectTimeoutMs, relatedTaskKey, UpstreamConnection, withTimeout, type CallInFlight } from './connection';
 import { readUpstreamSecret } from './credentials';
@@ -172,7 +172,9 @@ export class UpstreamServer implements ToolSource {
     const upstreamSupport: TaskSupport = tool.execution?.taskSupport ?? 'forbidden';
     // Every call runs as a task of ours (durable, in the dashboard) unless the operator marked the tool
     // instant; one that upstream runs only as a task is called as one there, and works from clients without tasks.
-    const taskSupport: TaskSupport = this.config.instant.includes(tool.name) && upstreamSupport !== 'required' ? 'forbidden' : 'optional';
+    // A call that waits for a person's approval needs a task to wait in, instant or not.
+    const instant = this.config.instant.includes(tool.name) && upstreamSupport !== 'required' && !this.needsApproval(tool.name);
+    const taskSupport: TaskSupport = instant ? 'forbidden' : 'optional';
     return [
       {
         name,
@@ -189,6 +191,8 @@ export class UpstreamServer implements ToolSource {
         resumable: this.config.resumable.includes(tool.name),
         interruptedMessage: `Interrupted by a restart; it may or may not have completed upstream on ${this.config.name}.`,
         maxRunMs: this.config.timeoutMs,
+        // A person approving needs hours, as one answering a question does.
+        ...(this.needsApproval(tool.name) ? { minTtlMs: personAnsweringTtlMs } : {}),
         run: (args, ctx) => this.call(tool.name, upstreamSupport, args, ctx),
       },
     ];
@@ -196,6 +200,10 @@ export class UpstreamServer implements ToolSource {
 
   /** Calls the upstream tool for one task (or plain call), or follows the upstream task a restart left. */
   private async call(toolName: string, upstreamSupport: TaskSupport, args: Record<string, unknown>, ctx: ToolContext): Promise<CallToolResult> {
+    if (this.needsApproval(toolName)) {
+      const answer = await ctx.approve({ server: this.config.name, tool: toolName, arguments: args }, { key: 'upstream:approval' });
+      if (!answer.approved) return textResult(`Denied by ${answer.answeredByLabel ?? 'a person'} in the dashboard: ${this.config.name} did not run ${toolName}.`, true);
+    }
     const left = ctx.resumedFrom?.upstream;
     const canFollow = left && this.config.transport.kind === 'http';
     // A stdio server's tasks end with its child, which ended with the process that started it.
@@ -215,6 +223,10 @@ export class UpstreamServer implements ToolSource {
     } finally {
       release();
     }
+  }
+
+  private needsApproval(toolName: string): boolean {
+    return this.config.approve.all || this.config.approve.tools.includes(toolName);
   }
 
   private async callNow(toolName: string, upstreamSupport: TaskSupport, args: Record<string, unknown>, ctx: ToolContext): Promise<Record<string, unknown>> {

@@ -56,6 +56,7 @@ export async function runToolNow(
       log: (level, data, logger) => logs.log(level, data, logger),
       closeStream: call.closeStream,
       elicit: askOnlyInTasks,
+      approve: askOnlyInTasks,
       createMessage: askOnlyInTasks,
     });
   } finally {

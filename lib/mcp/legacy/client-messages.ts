@@ -1,4 +1,5 @@
 import type { McpSession } from '@/db/queries/sessions';
+import { approvalNotForClients } from '@/lib/tasks/inputs';
 import type { Caller, McpContext } from '../core/context';
 import { ErrorCode } from '../core/errors';
 import type { JsonRpcNotification, JsonRpcResponse } from '../core/schema';
@@ -24,13 +25,18 @@ export async function receiveResponse(message: JsonRpcResponse, ctx: McpContext,
   const target = parseInputRequestId(message.id);
   if (!target) return emptyReply(202);
   const via = String(message.id);
+  const asked = await ctx.engine.inputs.get(target.inputId);
+  if (asked?.kind === 'approval' && asked.userId === caller.userId) {
+    // Never sent to a client, so nothing a client sends answers it: a person approves in the dashboard.
+    return jsonReply(rpcErrorBody(null, { code: ErrorCode.InvalidParams, message: `${approvalNotForClients}: ${ctx.engine.taskPageUrl(asked.taskId)}` }), 400);
+  }
   markCopyAnswered(session.id, via);
   const label = clientLabel(session);
   if (!('result' in message)) {
     await ctx.engine.inputs.refuse(target.inputId, caller.userId, message.error, label, via);
     return emptyReply(202);
   }
-  const link = receivesLink(session, 'elicitation') && (await ctx.engine.inputs.get(target.inputId))?.kind === 'elicitation';
+  const link = receivesLink(session, 'elicitation') && asked?.kind === 'elicitation';
   if (link && isLinkAccepted(message.result)) {
     markLinkAccepted(session.id, target.inputId);
     return emptyReply(202);

@@ -123,8 +123,12 @@ const objectAt = (value: unknown, key: string): Record<string, unknown> | undefi
     ? ((value as Record<string, unknown>)[key] as Record<string, unknown>)
     : undefined;
 
-/** Whether the client takes such requests as asked: it declared elicitation in form mode, or sampling. */
+/**
+ * Whether the client takes such requests as asked: it declared elicitation in form mode, or sampling.
+ * Never an approval, which a person gives in the dashboard: the client is the one whose call waits for it.
+ */
 export function canReceive(session: Pick<McpSession, 'clientCapabilities'>, kind: TaskInputRow['kind']): boolean {
+  if (kind === 'approval') return false;
   const capabilities = session.clientCapabilities as Capabilities;
   if (kind === 'sampling') return objectAt(capabilities, 'sampling') !== undefined;
   return elicitationModeOf(capabilities) === 'form';
@@ -150,7 +154,7 @@ export function canCancelTasks(session: Pick<McpSession, 'clientCapabilities'>):
  * always sent as a plain request: what its client returns is consent, never a task's answer.
  */
 export function acceptsAsTask(session: Pick<McpSession, 'clientCapabilities'>, kind: TaskInputRow['kind']): boolean {
-  if (receivesLink(session, kind)) return false;
+  if (kind === 'approval' || receivesLink(session, kind)) return false;
   const requests = objectAt(objectAt(session.clientCapabilities, 'tasks'), 'requests');
   return kind === 'sampling'
     ? objectAt(objectAt(requests, 'sampling'), 'createMessage') !== undefined

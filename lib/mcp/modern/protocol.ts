@@ -96,14 +96,18 @@ export function declaresTasks(client: ModernClient): boolean {
   return objectAt(objectAt(client.capabilities, 'extensions'), tasksExtension) !== undefined;
 }
 
-/** Whether the request's client can be sent this kind of input request as asked (form elicitation, or sampling). */
-export function canBeAsked(client: ModernClient, kind: 'elicitation' | 'sampling'): boolean {
+/**
+ * Whether the request's client can be sent this kind of input request as asked (form elicitation, or
+ * sampling). Never an approval: a person gives it in the dashboard, not the client whose call waits for it.
+ */
+export function canBeAsked(client: ModernClient, kind: 'elicitation' | 'sampling' | 'approval'): boolean {
+  if (kind === 'approval') return false;
   if (kind === 'sampling') return objectAt(client.capabilities, 'sampling') !== undefined;
   return elicitationModeOf(client.capabilities) === 'form';
 }
 
 /** Whether the request's client is sent a question as a link to the task's page: it declared URL-mode elicitation only. */
-export function receivesLink(client: ModernClient, kind: 'elicitation' | 'sampling'): boolean {
+export function receivesLink(client: ModernClient, kind: 'elicitation' | 'sampling' | 'approval'): boolean {
   return kind === 'elicitation' && elicitationModeOf(client.capabilities) === 'url';
 }
 

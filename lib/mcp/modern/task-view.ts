@@ -46,7 +46,8 @@ export function inputRequestsFor(
 ): Record<string, { method: string; params: Record<string, unknown> }> {
   const requests: Record<string, { method: string; params: Record<string, unknown> }> = {};
   for (const input of inputs) {
-    if (input.status !== 'pending' || input.clientTaskId) continue;
+    // An approval waits for a person in the dashboard: the client whose call it holds is never asked it.
+    if (input.status !== 'pending' || input.clientTaskId || input.kind === 'approval') continue;
     if (receivesLink(client, input.kind)) {
       if (!linksAccepted.has(input.key)) requests[input.key] = { method: 'elicitation/create', params: linkToAnswer(input, taskPageUrl, false) };
       continue;

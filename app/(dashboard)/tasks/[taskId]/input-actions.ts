@@ -56,3 +56,29 @@ export const answerQuestionAction = validatedActionWithUser(
     return { ok: false, message: outcome.message, fieldErrors: outcome.fieldErrors, values: typed() };
   },
 );
+
+export type DecideState = { ok: boolean; message?: string };
+
+const decisionSchema = z.enum(['approve', 'deny']);
+
+/**
+ * Approves or denies a call that waits for a person: the only way an approval is answered (no MCP
+ * client can). The button pressed names the decision; the first answer wins, and who gave it is kept.
+ */
+export const decideApprovalAction = validatedActionWithUser(
+  z.tuple([z.string().max(100), z.unknown(), z.instanceof(FormData)]),
+  {
+    signedOut: { ok: false, message: 'Your session has expired. Sign in again to approve or deny.' } as DecideState,
+    invalid: { ok: false, message: 'This approval no longer exists.' } as DecideState,
+    storage: (sentence) => ({ ok: false, message: sentence }),
+  },
+  async (user, inputId, _previous, form): Promise<DecideState> => {
+    const decision = decisionSchema.safeParse(form.get('decision'));
+    if (!decision.success) return { ok: false, message: 'Press Approve or Deny.' };
+    const outcome = await getRuntime().engine.inputs.decide(inputId, user.id, decision.data, user.email);
+    if (!outcome.ok && outcome.reason === 'not_found') return { ok: false, message: 'This approval no longer exists.' };
+    if (outcome.input) revalidatePath(`/tasks/${outcome.input.taskId}`);
+    revalidatePath('/inbox');
+    return outcome.ok ? { ok: true } : { ok: false, message: outcome.message };
+  },
+);

@@ -13,8 +13,12 @@
  *    webhook costs the tasks of its person.
  * 5. Storage in trouble (bench/storage.ts): reads while another process holds SQLite's write lock and
  *    writes wait for it, and what their waiting costs.
+ * 6. The servers people already run (bench/gateway.ts): server-everything's `echo` called directly and
+ *    through this server's MCP_SERVERS_FILE (a durable task per call), over stdio and Streamable HTTP:
+ *    latency one call at a time, throughput with eight callers, and what this server adds.
  * Servers run on loopback with temporary databases that are removed at the end. BENCH_ONLY=throughput,
- * postgres, alone, heavy, notify or storage runs one part (postgres alone has no SQLite figures beside its own).
+ * postgres, alone, heavy, notify, storage or gateway runs one part (postgres alone has no SQLite figures
+ * beside its own).
  */
 import Database from 'better-sqlite3';
 import os from 'node:os';
@@ -24,6 +28,7 @@ import { createToken, type TestServer } from '../tests/helpers/server';
 import { startOurs } from './peers';
 import { measureNotifications } from './notify';
 import { measureStorage } from './storage';
+import { measureGateway } from './gateway';
 import { measurePostgres, postgresTables } from './postgres';
 import { measureThroughput, throughputConfig, type ThroughputRow } from './throughput';
 import { fmt, fmtInt, groupCpuSeconds, groupRssKib, markdownTable, mib, runPool, Samples, sleep } from './util';
@@ -37,7 +42,7 @@ const config = {
   heavySeconds: 60,
   waitersArrivingAtOnce: 256,
   watchdogMs: 20 * 60 * 1000,
-  /** One part alone (`throughput`, `postgres`, `alone`, `heavy`, `notify` or `storage`), for measuring a change; all parts when unset. */
+  /** One part alone (`throughput`, `postgres`, `alone`, `heavy`, `notify`, `storage` or `gateway`), for measuring a change; all parts when unset. */
   only: process.env.BENCH_ONLY,
 };
 
@@ -269,8 +274,8 @@ async function main(): Promise<void> {
     log('watchdog: the run took too long; stopping');
     process.exit(2);
   }, config.watchdogMs);
-  if (config.only && !['throughput', 'postgres', 'alone', 'heavy', 'notify', 'storage'].includes(config.only)) {
-    throw new Error(`BENCH_ONLY=${config.only}: expected throughput, postgres, alone, heavy, notify or storage`);
+  if (config.only && !['throughput', 'postgres', 'alone', 'heavy', 'notify', 'storage', 'gateway'].includes(config.only)) {
+    throw new Error(`BENCH_ONLY=${config.only}: expected throughput, postgres, alone, heavy, notify, storage or gateway`);
   }
   const load = os.loadavg();
   let rows: ThroughputRow[] = [];
@@ -296,6 +301,9 @@ async function main(): Promise<void> {
   }
   if (!config.only || config.only === 'storage') {
     output.push('## Storage in trouble (SQLite)', '', await measureStorage(log), '');
+  }
+  if (!config.only || config.only === 'gateway') {
+    output.push('## The servers people already run (server-everything directly and through this server)', '', await measureGateway(log), '');
   }
   clearTimeout(watchdog);
   output.push(`Machine: ${os.cpus().length} cores, ${fmt(os.totalmem() / 2 ** 30, 0)} GiB, Node ${process.version}; load average at start ${load.map((value) => fmt(value, 1)).join(' / ')}.`);

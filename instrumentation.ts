@@ -9,17 +9,8 @@ export async function register() {
     const { exitUnlessStorageFit } = await import('./lib/storage/startup');
     exitUnlessStorageFit();
     const { getEnv } = await import('./lib/env');
-    const serversFile = getEnv().MCP_SERVERS_FILE;
-    if (serversFile) {
-      const { loadServersFile, ServersFileError } = await import('./lib/upstreams/config');
-      try {
-        loadServersFile(serversFile);
-      } catch (error) {
-        if (!(error instanceof ServersFileError)) throw error;
-        console.error(error.message);
-        process.exit(1);
-      }
-    }
+    const { exitUnlessServersFileFits } = await import('./lib/upstreams/config');
+    exitUnlessServersFileFits(getEnv().MCP_SERVERS_FILE);
     const { resolveServerSecret, SecretConflict } = await import('./lib/auth/secret');
     try {
       await resolveServerSecret();

@@ -180,7 +180,6 @@ export const tasks = sqliteTable(
     progress: real('progress'),
     progressTotal: real('progress_total'),
     progressMessage: text('progress_message'),
-    /** What the tool published while it ran (ctx.output), the latest part when it grew past the bound. */
     /** What the tool published while it ran (ctx.output); its latest part once it grew past the bound. */
     partialOutput: text('partial_output'),
     /** The CallToolResult of a finished task, exactly as tools/call would have returned it. */

@@ -14,7 +14,7 @@ import { describePostgresError, describePostgresUrl } from '@/db/postgres-copy';
 import { normaliseForwardedFor } from '@/lib/auth/client-address';
 import { handleOAuthRequest } from '@/lib/auth/oauth/node-handler';
 import { resolveServerSecret, SecretConflict } from '@/lib/auth/secret';
-import { loadServersFile, ServersFileError } from '@/lib/upstreams/config';
+import { exitUnlessServersFileFits } from '@/lib/upstreams/config';
 import { ConfigError, getEnv } from '@/lib/env';
 import { observeMcp } from '@/lib/mcp/http/observe';
 import { getRuntime, tasksHandedOver } from '@/lib/runtime';
@@ -80,18 +80,6 @@ async function migrateDatabase(databaseUrl: string | undefined, databasePath: st
     process.exit(1);
   } finally {
     await pool.end();
-  }
-}
-
-/** A servers file that is not valid stops the start with one line naming the file, the entry and the field. */
-function exitUnlessServersFileFits(file: string | undefined): void {
-  if (!file) return;
-  try {
-    loadServersFile(file);
-  } catch (error) {
-    if (!(error instanceof ServersFileError)) throw error;
-    console.error(error.message);
-    process.exit(1);
   }
 }
 

@@ -1,6 +1,7 @@
+import { SymbolBadge, type BadgeStyle } from '@/components/ui/symbol-badge';
 import type { TaskStatus } from '@/lib/tasks/states';
 
-const styles: Record<TaskStatus, { label: string; icon: string; className: string }> = {
+const styles: Record<TaskStatus, BadgeStyle> = {
   working: { label: 'Working', icon: '◐', className: 'bg-blue-50 text-blue-800 ring-blue-600/30 dark:bg-blue-950 dark:text-blue-200' },
   input_required: {
     label: 'Input required',
@@ -16,14 +17,5 @@ export const statusLabel = (status: TaskStatus) => styles[status].label;
 
 /** The status in words and a symbol, never colour alone. */
 export function StatusBadge({ status }: { status: TaskStatus }) {
-  const style = styles[status];
-  return (
-    <span
-      data-status={status}
-      className={`inline-flex items-center gap-1 whitespace-nowrap rounded-full px-2 py-0.5 text-xs font-medium ring-1 ring-inset ${style.className}`}
-    >
-      <span aria-hidden="true">{style.icon}</span>
-      {style.label}
-    </span>
-  );
+  return <SymbolBadge style={styles[status]} data={{ 'data-status': status }} />;
 }

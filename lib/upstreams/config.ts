@@ -59,6 +59,18 @@ const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
 const HTTP_TYPES = ['http', 'streamable-http', 'streamableHttp'];
 
 /** Reads and validates the servers file; throws a ServersFileError when it cannot be used. */
+/** At start: a servers file that is not valid stops the process with one line naming the file, the entry and the field. */
+export function exitUnlessServersFileFits(file: string | undefined): void {
+  if (!file) return;
+  try {
+    loadServersFile(file);
+  } catch (error) {
+    if (!(error instanceof ServersFileError)) throw error;
+    console.error(error.message);
+    process.exit(1);
+  }
+}
+
 export function loadServersFile(file: string, env: Readonly<Record<string, string | undefined>> = process.env): UpstreamConfig[] {
   let text: string;
   try {

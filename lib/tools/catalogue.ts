@@ -1,56 +1,15 @@
 import { getUserById } from '@/db/queries/users';
 import { builtInTools } from './built-in';
 import type { ToolDefinition } from './define';
+import { sources } from './sources';
+
+export { addToolSource, onToolsChanged, removeToolSource, toolsChanged, type ToolSource } from './sources';
 
 /**
  * The one list of tools the engine and both protocol eras read, filled by sources: the built-in tools,
- * and each upstream MCP server of the servers file. Nothing that reads it knows where a tool comes from.
+ * and each upstream MCP server of the servers file (lib/tools/sources.ts). Nothing that reads it knows
+ * where a tool comes from.
  */
-export interface ToolSource {
-  /** The tools it offers now (an upstream's change as it reconnects or says its list changed). */
-  tools(): readonly ToolDefinition[];
-  /** Whether a person (by the email of their account) may see and call its tools; absent: every signed-in person. */
-  allows?(email: string | null): boolean;
-}
-
-/**
- * On globalThis because npm start's server and Next's route bundles each load their own copy of this
- * module, and the sources the runtime adds must be seen by every copy.
- */
-const globalForCatalogue = globalThis as unknown as {
-  __mcpTaskServerToolSources?: ToolSource[];
-  __mcpTaskServerToolListeners?: Set<() => void>;
-};
-
-function sources(): ToolSource[] {
-  return (globalForCatalogue.__mcpTaskServerToolSources ??= []);
-}
-
-function listeners(): Set<() => void> {
-  return (globalForCatalogue.__mcpTaskServerToolListeners ??= new Set());
-}
-
-export function addToolSource(source: ToolSource): void {
-  sources().push(source);
-  toolsChanged();
-}
-
-export function removeToolSource(source: ToolSource): void {
-  const list = sources();
-  const at = list.indexOf(source);
-  if (at >= 0) list.splice(at, 1);
-  toolsChanged();
-}
-
-/** Tells whoever listens (sessions that take notifications/tools/list_changed) that the catalogue changed. */
-export function toolsChanged(): void {
-  for (const listener of listeners()) listener();
-}
-
-export function onToolsChanged(listener: () => void): () => void {
-  listeners().add(listener);
-  return () => listeners().delete(listener);
-}
 
 /** Every tool, whoever may use it: for the engine, which runs a task of its owner's tool. */
 export function allTools(): ToolDefinition[] {

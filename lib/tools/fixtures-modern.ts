@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
-import { defineTool, textResult, ToolProtocolError, type ElicitAnswer, type ElicitRequest } from './define';
+import { defineTool, textResult, ToolProtocolError, type ElicitAnswer, type ElicitRequest, type ToolDefinition } from './define';
+import { addToolSource, toolsChanged } from './sources';
 
 /*
  * The tools the 2026-07-28 scenarios of the official MCP conformance suite call (tests only,
@@ -215,6 +216,37 @@ export const loggingDiagnosticTool = defineTool({
   },
 });
 
+const changingTool = defineTool({
+  name: 'test_changing_tool',
+  description: 'Listed only while test_trigger_tool_change has added it.',
+  inputSchema: noArguments,
+  taskSupport: 'forbidden',
+  async run() {
+    return textResult('Still here');
+  },
+});
+
+/** Whether test_changing_tool is listed; on globalThis, as every bundle's copy of this module must agree. */
+const globalForChange = globalThis as unknown as { __mcpTaskServerChangingTool?: { listed: boolean } };
+
+export const triggerToolChangeTool = defineTool({
+  name: 'test_trigger_tool_change',
+  description: 'Adds test_changing_tool to the list of tools, or takes it away again: the list changes, and whoever listens is told.',
+  inputSchema: noArguments,
+  taskSupport: 'forbidden',
+  async run() {
+    let state = globalForChange.__mcpTaskServerChangingTool;
+    if (!state) {
+      const created = { listed: false };
+      state = globalForChange.__mcpTaskServerChangingTool = created;
+      addToolSource({ tools: () => (created.listed ? [changingTool as unknown as ToolDefinition] : []) });
+    }
+    state.listed = !state.listed;
+    toolsChanged();
+    return textResult(state.listed ? 'test_changing_tool added' : 'test_changing_tool removed');
+  },
+});
+
 export const modernFixtureTools = [
   greetTool,
   slowComputeTool,
@@ -232,4 +264,5 @@ export const modernFixtureTools = [
   missingCapabilityTool,
   streamingTool,
   loggingDiagnosticTool,
+  triggerToolChangeTool,
 ];

@@ -191,9 +191,11 @@ beforeAll(async () => {
   writable.prepare('INSERT INTO notification_preferences (user_id, quiet_while_live, max_per_minute) VALUES (?, 1, 12)').run(userId);
   // A confirmation link sent and opened, as the Notifications page's button and the link would leave it.
   writable.prepare('INSERT INTO email_confirmations (id, user_id, email, created_at, expires_at, used_at) VALUES (?, ?, ?, ?, ?, ?)').run('confirmation-1', userId, 'ada@example.com', Date.now() - 60_000, Date.now() + 3_540_000, Date.now());
+  // A person's sealed secret for an upstream server, as the Servers page's form would leave it.
+  writable.prepare('INSERT INTO upstream_credentials (user_id, server_name, sealed, created_at) VALUES (?, ?, ?, ?)').run(userId, 'remote', 'v1.aXYtaXYtaXYtaXY.dGFnLXRhZy10YWctdGFn.c2VhbGVkLXNlY3JldA', Date.now());
   writable.close();
   const reader = new Database(sqlitePath, { readonly: true });
-  for (const column of ['password_hash FROM users', 'token_hash FROM access_tokens', 'id_hash FROM oauth_records', 'payload FROM oauth_records', 'response FROM task_inputs']) {
+  for (const column of ['password_hash FROM users', 'token_hash FROM access_tokens', 'id_hash FROM oauth_records', 'payload FROM oauth_records', 'response FROM task_inputs', 'sealed FROM upstream_credentials']) {
     for (const value of reader.prepare(`SELECT ${column} WHERE ${column.split(' ')[0]} IS NOT NULL`).pluck().all() as string[]) secrets.push(value);
   }
   reader.close();

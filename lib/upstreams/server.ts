@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { getEnv } from '@/lib/env';
 import type { ToolSource } from '@/lib/tools/catalogue';
 import { isHandedOver, personAnsweringTtlMs, textResult, type CallToolResult, type TaskSupport, type ToolContext, type ToolDefinition } from '@/lib/tools/define';
-import { userMayUse, type UpstreamConfig } from './config';
+import { userMayUse, type PerUserHeader, type UpstreamConfig } from './config';
 import { connectTimeoutMs, relatedTaskKey, UpstreamConnection, withTimeout, type CallInFlight } from './connection';
 import { readUpstreamSecret } from './credentials';
 import { Slots } from './slots';
@@ -156,10 +156,9 @@ export class UpstreamServer implements ToolSource {
       cursor = page.nextCursor;
     } while (cursor && found.length < 10_000);
     if (connection !== this.shared) return;
-    const before = JSON.stringify(this.listed.map((tool) => [tool.name, tool.title, tool.description, tool.described, tool.annotations, tool.taskSupport]));
+    const before = listingOf(this.listed);
     this.listed = found.flatMap((tool) => this.define(tool));
-    const after = JSON.stringify(this.listed.map((tool) => [tool.name, tool.title, tool.description, tool.described, tool.annotations, tool.taskSupport]));
-    if (after !== before) this.onToolsChanged();
+    if (listingOf(this.listed) !== before) this.onToolsChanged();
   }
 
   /** The catalogue's definition of an upstream tool, or none for a tool whose name cannot be offered. */
@@ -331,7 +330,7 @@ export class UpstreamServer implements ToolSource {
     const connection = new UpstreamConnection({
       serverName: this.config.name,
       transport: this.config.transport,
-      extraHeaders: { [header.name]: header.template.replace('{secret}', secret) },
+      extraHeaders: headerWith(header, secret),
       onClose: () => {
         if (this.personal.get(userId)?.connection === connection) this.personal.delete(userId);
       },
@@ -348,7 +347,7 @@ export class UpstreamServer implements ToolSource {
 
   private async personalHeaders(userId: string): Promise<Record<string, string>> {
     const header = this.config.perUserHeader;
-    return header ? { [header.name]: header.template.replace('{secret}', await this.secretOf(userId)) } : {};
+    return header ? headerWith(header, await this.secretOf(userId)) : {};
   }
 
   private async secretOf(userId: string): Promise<string> {
@@ -369,6 +368,13 @@ export class UpstreamServer implements ToolSource {
     }
   }
 }
+
+/** What tools/list shows of the tools: a change in it is what clients are told of. */
+const listingOf = (tools: ToolDefinition[]) =>
+  JSON.stringify(tools.map((tool) => [tool.name, tool.title, tool.description, tool.described, tool.annotations, tool.taskSupport]));
+
+/** The header that carries a person's own secret, as the entry's template makes it. */
+const headerWith = (header: PerUserHeader, secret: string) => ({ [header.name]: header.template.replace('{secret}', secret) });
 
 function serversPageUrl(): string {
   return new URL('/servers', getEnv().APP_URL).toString();

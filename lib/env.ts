@@ -43,6 +43,22 @@ const envSchema = z
     SESSION_MESSAGE_RETENTION_MS: positiveInt(60 * 60 * 1000),
     // Clients reset their request timeouts on progress; some give up after 15 s of silence.
     CALL_HEARTBEAT_MS: z.coerce.number().int().min(100).max(15_000).default(10_000),
+    // A plain call whose task is still running after this long is answered "still running" with the task's id
+    // (the client fetches the result with task_result): below the 60 s the SDKs give a request. 0 waits to the end.
+    CALL_ANSWER_WITHIN_MS: z.coerce.number().int().min(0).max(24 * 60 * 60 * 1000).default(45_000),
+    // The same per client, by the clientInfo.name it gives: "claude-code=540000,Some Client=20000".
+    CALL_ANSWER_WITHIN_MS_BY_CLIENT: z
+      .string()
+      .default('')
+      .transform((value, context) => {
+        const windows = new Map<string, number>();
+        for (const entry of value.split(',').map((part) => part.trim()).filter(Boolean)) {
+          const match = /^(.+?)\s*=\s*(\d+)$/.exec(entry);
+          if (match && Number(match[2]) <= 24 * 60 * 60 * 1000) windows.set(match[1].toLowerCase(), Number(match[2]));
+          else context.addIssue({ code: 'custom', message: `"${entry}" is not name=milliseconds (at most 86400000); entries are comma-separated` });
+        }
+        return windows;
+      }),
     // A 2026-07-28 plain call waits this long per round, then answers with a requestState to retry with.
     MCP_ROUND_WAIT_MS: z.coerce.number().int().min(100).max(120_000).default(20_000),
     // Sessions record their last use once a minute, so a shorter timeout could end one in use.

@@ -5,6 +5,7 @@ import { getEnv } from '@/lib/env';
 import { instanceId } from '@/lib/instance';
 import { deleteLapsedStreamPlaces, giveBackStreamPlaces, renewStreamPlaces, sessionsWithStreamOpen, streamPlaceRenewalMs, streamPlaceTtlMs } from '@/lib/mcp/http/caps';
 import type { McpContext } from '@/lib/mcp/core/context';
+import { answerWindowFor } from '@/lib/mcp/core/long-calls';
 import { abortRequestsInFlight } from '@/lib/mcp/http/in-flight';
 import { followClientTask } from '@/lib/mcp/legacy/client-task-poller';
 import { logTaskEnds } from '@/lib/mcp/http/observe';
@@ -110,6 +111,7 @@ export function getRuntime(): Runtime {
       serverVersion: packageJson.version,
       heartbeatMs: env.CALL_HEARTBEAT_MS,
       roundWaitMs: env.MCP_ROUND_WAIT_MS,
+      answerWithinMs: (clientName) => answerWindowFor(clientName, env.CALL_ANSWER_WITHIN_MS_BY_CLIENT, env.CALL_ANSWER_WITHIN_MS),
     },
   };
   globalForRuntime.__mcpTaskServerRuntime = runtime;

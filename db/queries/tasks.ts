@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, getTableColumns, gt, inArray, isNull, like, lte, or, sql } from 'drizzle-orm';
+import { and, asc, count, desc, eq, getTableColumns, gt, inArray, isNotNull, isNull, like, lte, or, sql } from 'drizzle-orm';
 import { rowCache } from '../cache';
 import { changes, defineQuery, first, greatest, lock, preparedQuery, rows, type Program, type QueryContext } from '../run';
 import type { taskEvents, tasks, TaskStatus } from '../schema';
@@ -249,6 +249,28 @@ export const transitionTask = defineQuery(
     const told = endEventOf(change.to);
     if (told) yield* notify(q, told, updated.userId, { task: eventTask(updated) }, now);
     return updated;
+  },
+  { transaction: 'immediate' },
+);
+
+/**
+ * A plain call's task stops answering its call: the call was answered before the task ended, or its
+ * client stopped waiting. A later notifications/cancelled naming the call's id then cancels nothing (the
+ * id may even be reused), and the timeline says what happened. False when the task answers no call.
+ */
+export const releaseCallTask = defineQuery(
+  function* (q, id: string, userId: string, note: { statusMessage: string; actor: string }): Program<boolean> {
+    const { tasks } = q.t;
+    const [released] = yield* rows(
+      q.db
+        .update(tasks)
+        .set({ callRequestId: null })
+        .where(and(eq(tasks.id, id), eq(tasks.userId, userId), isNotNull(tasks.callRequestId)))
+        .returning({ status: tasks.status }),
+    );
+    if (!released) return false;
+    yield* changes(insertTaskEvent(q), { taskId: id, at: Date.now(), fromStatus: released.status, toStatus: released.status, ...note });
+    return true;
   },
   { transaction: 'immediate' },
 );

@@ -3,6 +3,7 @@ import {
   countTasksByStatusForUser,
   deleteExpiredTasks,
   getCallTaskByRequestId,
+  releaseCallTask,
   getTaskById,
   getTaskByIdForUser,
   getTaskStatusByIdForUser,
@@ -301,6 +302,29 @@ export class TaskEngine {
       if (isTaskError(error)) return false;
       throw error;
     }
+  }
+
+  /**
+   * The client of a plain call gave up on it on its own timeout: the task goes on, for the dashboard and
+   * task_result; resolves with false when the call started no task or the task has ended already.
+   */
+  async keepCallTask(sessionId: string, requestId: string | number, userId: string): Promise<boolean> {
+    const task = await getCallTaskByRequestId(sessionId, requestId, userId);
+    if (!task || isTerminal(task.status)) return false;
+    await this.releaseCall(task.id, userId, 'client-timeout');
+    return true;
+  }
+
+  /**
+   * The plain call that started the task no longer waits for it (answered early, or its client gave up
+   * on its own timeout): cancelling that call cancels nothing from now on, and the timeline says why.
+   */
+  async releaseCall(taskId: string, userId: string, why: 'answered' | 'client-timeout'): Promise<void> {
+    const statusMessage =
+      why === 'answered'
+        ? 'The call was answered before the task ended; the task goes on, and its client can fetch the result with task_result.'
+        : 'The client stopped waiting for the call (its own timeout); the task goes on.';
+    await releaseCallTask(taskId, userId, { statusMessage, actor: why === 'answered' ? 'system' : 'client' });
   }
 
   /**

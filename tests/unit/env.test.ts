@@ -51,6 +51,22 @@ describe('configuration', () => {
     expect(() => parseEnv({ CALL_HEARTBEAT_MS: '50' })).toThrow(/CALL_HEARTBEAT_MS/);
   });
 
+  it('answers a plain call within 45 s unless told otherwise, per client name too, and refuses a malformed list', () => {
+    expect(parseEnv({}).CALL_ANSWER_WITHIN_MS).toBe(45_000);
+    expect(parseEnv({ CALL_ANSWER_WITHIN_MS: '0' }).CALL_ANSWER_WITHIN_MS).toBe(0);
+    expect(parseEnv({}).CALL_ANSWER_WITHIN_MS_BY_CLIENT).toEqual(new Map());
+    expect(parseEnv({ CALL_ANSWER_WITHIN_MS_BY_CLIENT: 'claude-code = 540000, Some Client=20000,' }).CALL_ANSWER_WITHIN_MS_BY_CLIENT).toEqual(
+      new Map([
+        ['claude-code', 540_000],
+        ['some client', 20_000],
+      ]),
+    );
+    for (const bad of ['claude-code', 'claude-code=soon', '=1000', 'x=-5', 'x=99999999999']) {
+      expect(() => parseEnv({ CALL_ANSWER_WITHIN_MS_BY_CLIENT: bad }), bad).toThrow(/CALL_ANSWER_WITHIN_MS_BY_CLIENT.*is not name=milliseconds/);
+    }
+    expect(() => parseEnv({ CALL_ANSWER_WITHIN_MS: '-1' })).toThrow(/CALL_ANSWER_WITHIN_MS/);
+  });
+
   it('caps sessions and streams per user, and refuses a cap of 0 instead of reading it as none or no cap', () => {
     expect(parseEnv({})).toMatchObject({ MCP_MAX_SESSIONS_PER_USER: 100, MCP_MAX_STREAMS_PER_USER: 100, DASHBOARD_MAX_STREAMS_PER_USER: 10 });
     expect(parseEnv({ MCP_MAX_STREAMS_PER_USER: '1' }).MCP_MAX_STREAMS_PER_USER).toBe(1);

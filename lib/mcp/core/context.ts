@@ -22,6 +22,11 @@ export interface McpContext {
    * a requestState to retry with (a long poll that stays under common proxy and client timeouts).
    */
   roundWaitMs: number;
+  /**
+   * How long a client without tasks is left waiting for a plain call before it is answered "still
+   * running" (0: until the task ends), by the clientInfo.name it gave: below its own request timeout.
+   */
+  answerWithinMs(clientName: string | null | undefined): number;
 }
 
 /** Who is calling, and with which token: known once the endpoint has checked the bearer token. */

@@ -73,13 +73,19 @@ export async function receiveResponse(message: JsonRpcResponse, ctx: McpContext,
 
 /**
  * Cancelling a plain tools/call cancels the task it started, even after the client dropped the call's
- * stream; the call itself is stopped first, so that it sends no response.
+ * stream; the call itself is stopped first, so that it sends no response. A client that cancels only
+ * because its own timeout ran out has decided nothing: its task goes on (the dashboard shows it, and
+ * task_result fetches its result). A call answered already ("still running") started no task any more.
  */
 export async function receiveNotification(message: JsonRpcNotification, ctx: McpContext, session: McpSession): Promise<void> {
   if (message.method !== 'notifications/cancelled') return;
   const requestId = message.params?.requestId;
   if (typeof requestId === 'string' || typeof requestId === 'number') {
     inFlight.get(inFlightKey(session.id, requestId))?.abort(new DOMException('Cancelled by the client', 'AbortError'));
-    await ctx.engine.cancelCallTask(session.id, requestId, session.userId);
+    if (isClientTimeout(message.params?.reason)) await ctx.engine.keepCallTask(session.id, requestId, session.userId);
+    else await ctx.engine.cancelCallTask(session.id, requestId, session.userId);
   }
 }
+
+/** The reason the official SDKs give when a request's own timeout cancels it ("McpError: MCP error -32001: Request timed out"). */
+const isClientTimeout = (reason: unknown) => typeof reason === 'string' && /\btimed? ?out\b/i.test(reason);

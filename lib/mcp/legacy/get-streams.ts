@@ -8,7 +8,7 @@ import type { RequestFacts } from '../http/request-facts';
 import type { SseStream } from '../http/sse';
 import { inFlight } from '../http/in-flight';
 import { closeWhenTokenRevoked } from '../http/token-streams';
-import { dispatch, followCallTask, type RequestContext } from './methods';
+import { dispatch, earlyAnswerWindow, followCallTask, type RequestContext } from './methods';
 import { taskIdOfCallStream, taskIdOfResultStream, type ResumeTarget } from './session-streams';
 import { finishResponseStream, inFlightKey, requireSession, streamReply, toErrorObject } from './sessions';
 
@@ -88,7 +88,7 @@ async function resumeCall(ctx: McpContext, session: McpSession, userId: string, 
   const progressToken = task.progressToken ?? undefined;
   const progressSent = progressToken !== undefined ? await ctx.streams.lastProgressSent(session.id, streamKey, progressToken) : undefined;
   answerAgain(ctx, session, userId, task.callRequestId, streamKey, 'tools/call', (requestContext) =>
-    followCallTask(requestContext, taskId, progressToken, progressSent),
+    followCallTask(requestContext, taskId, progressToken, progressSent, { withinMs: earlyAnswerWindow(requestContext), release: true }),
   );
 }
 
@@ -123,6 +123,7 @@ function answerAgain(
     requestId,
     signal: cancel.signal,
     heartbeatMs: ctx.heartbeatMs,
+    answerWithinMs: ctx.answerWithinMs(session.clientName),
     questionRelaysSettled: (taskId) => ctx.streams.questionRelaysSettled(taskId),
     send: (outgoing) => ctx.streams.sendOnResponse(session.id, streamKey, outgoing),
     openStream: () => {},

@@ -17,9 +17,9 @@ const idPattern = /^input:([0-9a-f-]{36}):([A-Za-z0-9_-]+)$/;
  * that carries the task's questions. Process-wide, on globalThis like the streams themselves.
  */
 const globalForCopies = globalThis as unknown as {
-  __mcpTaskServerQuestionCopies?: { carriers: Map<string, number>; onGetStream: Set<string>; answered: Map<string, Set<string>> };
+  __mcpTaskServerQuestionCopies?: { carriers: Map<string, number>; onGetStream: Set<string>; answered: Map<string, Set<string>>; left: Map<string, string> };
 };
-const copies = (globalForCopies.__mcpTaskServerQuestionCopies ??= { carriers: new Map(), onGetStream: new Set(), answered: new Map() });
+const copies = (globalForCopies.__mcpTaskServerQuestionCopies ??= { carriers: new Map(), onGetStream: new Set(), answered: new Map(), left: new Map() });
 const copyKey = (sessionId: string, id: string) => `${sessionId}\u0000${id}`;
 
 /** Marks a tasks/result stream as carrying the task's questions to the session; returns the release. */
@@ -87,6 +87,24 @@ export function isCopyAnswered(sessionId: string, requestId: string): boolean {
 export function forgetAnsweredCopies(sessionId: string): void {
   copies.answered.delete(sessionId);
   acceptedLinks.delete(sessionId);
+  const prefix = copyKey(sessionId, '');
+  for (const key of copies.left.keys()) if (key.startsWith(prefix)) copies.left.delete(key);
+}
+
+/**
+ * A copy of a question that a plain call had sent when it was answered "still running": its client may
+ * still be asking its person, so the next call that follows the task (task_result) takes the copy over
+ * instead of asking again. Kept per session, in this process, until taken or the session ends.
+ */
+export function leaveCopy(sessionId: string, inputId: string, requestId: string): void {
+  copies.left.set(copyKey(sessionId, inputId), requestId);
+}
+
+export function takeLeftCopy(sessionId: string, inputId: string): string | undefined {
+  const key = copyKey(sessionId, inputId);
+  const requestId = copies.left.get(key);
+  copies.left.delete(key);
+  return requestId;
 }
 
 /**

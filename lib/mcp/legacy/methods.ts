@@ -4,7 +4,7 @@ import { topics } from '@/lib/tasks/bus';
 import type { TaskEngine, TaskRow } from '@/lib/tasks/engine';
 import { isTerminal } from '@/lib/tasks/states';
 import { findToolFor, toolsFor } from '@/lib/tools/catalogue';
-import { describeTool } from '@/lib/tools/define';
+import { describeTool, type CallToolResult } from '@/lib/tools/define';
 import { ErrorCode, RpcError } from '../core/errors';
 import { logNotification } from '../core/log-messages';
 import {
@@ -17,6 +17,7 @@ import {
   tasksProtocolVersion,
 } from '../core/schema';
 import { modelImmediateResponseKey, taskErrorToRpc, taskResultPayload, toTask } from '../core/task-messages';
+import { admittingEarlyAnswers, describeTaskTools, stillRunningResult, taskToolNames, taskTools } from '../core/long-calls';
 import { createTaskOrRefuse, LogRelay, ProgressRelay, runToolNow } from '../core/tool-calls';
 import {
   canBeSent,
@@ -25,10 +26,12 @@ import {
   inputRequestId,
   isCopyAnswered,
   isLinkAcceptedBy,
+  leaveCopy,
   linkCompletionFor,
   receivesLink,
   requestFor,
   sentOnGetStream,
+  takeLeftCopy,
   withdrawalFor,
   withdrawnByTasksCancel,
   type RelatedTask,
@@ -47,6 +50,8 @@ export interface RequestContext {
   signal: AbortSignal;
   /** See McpContext.heartbeatMs. */
   heartbeatMs: number;
+  /** How long this session's client waits for a call before it gives up: see McpContext.answerWithinMs. */
+  answerWithinMs: number;
   /** Sends a message before the response; turns the response into an SSE stream. */
   send(message: Record<string, unknown>): void;
   /**
@@ -69,16 +74,30 @@ type MethodHandler = (params: unknown, ctx: RequestContext) => Promise<Record<st
 
 const hasTasks = (session: McpSession) => session.protocolVersion === tasksProtocolVersion;
 
-async function visibleTools(session: McpSession, userId: string) {
-  const tools = await toolsFor(userId);
+/** A client that declared tasks at initialize asks for one when it wants one, and has tasks/result. */
+const usesTasks = (session: McpSession) => hasTasks(session) && session.clientCapabilities?.tasks !== undefined;
+
+/** How long a plain call waits for its task before answering "still running": never for a client with tasks. */
+export const earlyAnswerWindow = (ctx: RequestContext) => (usesTasks(ctx.session) ? 0 : ctx.answerWithinMs);
+
+async function listTools(rawParams: unknown, ctx: RequestContext): Promise<Record<string, unknown>> {
+  requireNoCursor(rawParams, 'tools/list');
+  const tools = await toolsFor(ctx.userId);
   // A client without tasks could never call a tool that requires them.
-  return hasTasks(session) ? tools : tools.filter((tool) => tool.taskSupport !== 'required');
+  const callable = hasTasks(ctx.session) ? tools : tools.filter((tool) => tool.taskSupport !== 'required');
+  const answersEarly = earlyAnswerWindow(ctx) > 0;
+  const listed = callable.map((tool) => {
+    const described = describeTool(tool, hasTasks(ctx.session));
+    return answersEarly && tool.taskSupport === 'optional' ? admittingEarlyAnswers(described) : described;
+  });
+  return { tools: usesTasks(ctx.session) ? listed : [...listed, ...describeTaskTools(ctx.answerWithinMs)] };
 }
 
 async function callTool(rawParams: unknown, ctx: RequestContext): Promise<Record<string, unknown>> {
   // A session without tasks ignores task metadata entirely, even malformed.
   const { task: _ignored, ...withoutTask } = (rawParams ?? {}) as Record<string, unknown>;
   const params = parseParams(callToolParamsSchema, hasTasks(ctx.session) ? rawParams : withoutTask);
+  if (taskToolNames.has(params.name) && params.task === undefined) return callTaskTool(params.name, params.arguments ?? {}, params._meta?.progressToken, ctx);
   const tool = await findToolFor(params.name, ctx.userId);
   if (!tool) throw new RpcError(ErrorCode.InvalidParams, `Unknown tool: ${params.name}`);
   if (tool.requiresClient && !canReceive(ctx.session, tool.requiresClient)) {
@@ -127,7 +146,7 @@ async function callTool(rawParams: unknown, ctx: RequestContext): Promise<Record
     // ask questions, and unharmed by the client going away. The call answers with the task's result.
     const row = await createTaskOrRefuse(ctx.engine, { ...newTask, callRequestId: ctx.requestId });
     ctx.openStream(callStreamKey(row.id));
-    return followCallTask(ctx, row.id, progressToken);
+    return followCallTask(ctx, row.id, progressToken, undefined, { withinMs: earlyAnswerWindow(ctx), release: true });
   }
 
   return runToolNow(tool, args, {
@@ -141,16 +160,40 @@ async function callTool(rawParams: unknown, ctx: RequestContext): Promise<Record
 }
 
 /**
+ * task_result and the other tools for clients without tasks. task_result follows the task as the plain
+ * call did, questions and progress included, for at most the client's window.
+ */
+async function callTaskTool(name: string, args: Record<string, unknown>, progressToken: string | number | undefined, ctx: RequestContext) {
+  const tool = taskTools(ctx.engine, ctx.answerWithinMs, async (task, withinMs) => {
+    if (isTerminal(task.status)) return taskResultPayload(task, false) as unknown as CallToolResult;
+    ctx.openStream();
+    return (await followCallTask(ctx, task.id, progressToken, undefined, { withinMs, release: false })) as unknown as CallToolResult;
+  }).find((candidate) => candidate.name === name)!;
+  return runToolNow(tool, args, {
+    userId: ctx.userId,
+    signal: ctx.signal,
+    progressToken: undefined,
+    send: ctx.send,
+    logAllows: (level) => isLoggedFor(ctx.session.id, level),
+    closeStream: () => ctx.disconnect?.(),
+  });
+}
+
+/**
  * Carries the task of a plain call on the call's stream until it ends: its progress (with the client's
  * progressToken, and a heartbeat when the tool is quiet), its questions, and then exactly what
- * tasks/result would return. Nothing on the stream names the task: the client asked for none.
+ * tasks/result would return. Nothing on the stream names the task: the client asked for none. With an
+ * answer window (`answer.withinMs` > 0), a task still running when it closes is answered "still running"
+ * instead, and goes on; `answer.release` says that the call that started the task no longer waits for it.
  */
 export async function followCallTask(
   ctx: RequestContext,
   taskId: string,
   progressToken: string | number | undefined,
-  progressSent?: number,
+  progressSent: number | undefined,
+  answer: { withinMs: number; release: boolean },
 ): Promise<Record<string, unknown>> {
+  const windowClosed = answer.withinMs > 0 ? AbortSignal.timeout(answer.withinMs) : undefined;
   const questions = new QuestionRelay(ctx, taskId, 'unnamed');
   const progress = progressToken !== undefined ? new ProgressRelay(ctx, progressToken, progressSent) : undefined;
   // Log messages are not stored: only a call that is being followed carries them.
@@ -163,7 +206,7 @@ export async function followCallTask(
     const row = await ctx.engine.waitForTerminal(
       taskId,
       ctx.userId,
-      ctx.signal,
+      windowClosed ? AbortSignal.any([ctx.signal, windowClosed]) : ctx.signal,
       async (task) => {
         await questions.sync(task);
         progress?.sync(task);
@@ -175,6 +218,15 @@ export async function followCallTask(
     await logs.sent();
     return taskResultPayload(row, false);
   } catch (error) {
+    if (windowClosed?.aborted && !ctx.signal.aborted) {
+      const task = await ctx.engine.getTask(taskId, ctx.userId);
+      await logs.sent();
+      // Ended just as the window closed: its result is the answer after all.
+      if (isTerminal(task.status)) return taskResultPayload(task, false);
+      questions.leaveOutstanding();
+      if (answer.release) await ctx.engine.releaseCall(taskId, ctx.userId, 'answered');
+      return stillRunningResult(task, ctx.engine.taskPageUrl(taskId), answer.withinMs) as unknown as Record<string, unknown>;
+    }
     throw taskErrorToRpc(error, 'Failed to follow the task of this call');
   } finally {
     stopFollowingEvents();
@@ -217,6 +269,11 @@ class QuestionRelay {
           this.sent.delete(input.id);
           sentId = undefined;
         }
+        const left = sentId ? undefined : takeLeftCopy(sessionId, input.id);
+        if (left) {
+          this.sent.set(input.id, left);
+          continue;
+        }
         if (!canBeSent(this.ctx.session, input.kind)) {
           await this.tellWhereToAnswer(input.id, task);
           continue;
@@ -237,6 +294,13 @@ class QuestionRelay {
     }
   }
 
+  /** The call ends before the task: copies its client has not answered yet are left for the next call that follows it. */
+  leaveOutstanding(): void {
+    for (const [inputId, sentId] of this.sent) {
+      if (!this.settledElsewhere.has(inputId) && !isCopyAnswered(this.ctx.session.id, sentId)) leaveCopy(this.ctx.session.id, inputId, sentId);
+    }
+  }
+
   /**
    * A plain call's client that cannot be asked would otherwise see nothing but keep-alives (it may have
    * sent no progressToken for the heartbeats): a log message tells it, once per question, what the
@@ -252,12 +316,7 @@ class QuestionRelay {
 const methods: Record<string, { handler: MethodHandler; needsTasks?: boolean }> = {
   ping: { handler: async () => ({}) },
 
-  'tools/list': {
-    handler: async (rawParams, ctx) => {
-      requireNoCursor(rawParams, 'tools/list');
-      return { tools: (await visibleTools(ctx.session, ctx.userId)).map((tool) => describeTool(tool, hasTasks(ctx.session))) };
-    },
-  },
+  'tools/list': { handler: listTools },
 
   'tools/call': { handler: callTool },
 

@@ -1,11 +1,13 @@
 import { z } from 'zod';
 import { catalogueVariesByUser, findToolFor, toolsFor } from '@/lib/tools/catalogue';
-import { describeTool, logLevels, type LogLevel } from '@/lib/tools/define';
+import { describeTool, logLevels, type CallToolResult, type LogLevel } from '@/lib/tools/define';
+import { isTerminal } from '@/lib/tasks/states';
 import { topics } from '@/lib/tasks/bus';
 import type { TaskRow } from '@/lib/tasks/engine';
 import { ErrorCode, RpcError } from '../core/errors';
 import { parseParams, requireNoCursor } from '../core/schema';
 import { taskErrorToRpc, taskResultPayload } from '../core/task-messages';
+import { describeTaskTools, stillRunningResult, taskToolNames, taskTools } from '../core/long-calls';
 import { createTaskOrRefuse, LogRelay, ProgressRelay, runToolNow } from '../core/tool-calls';
 import { shuttingDown } from '../http/in-flight';
 import type { ModernCall, ModernMethod } from './call';
@@ -29,8 +31,10 @@ export const toolsListTtlMs = 5 * 60 * 1000;
 
 export const listTools: ModernMethod = async (rawParams, call) => {
   requireNoCursor(rawParams, 'tools/list');
-  const tools = await toolsFor(call.userId);
-  return { tools: tools.map((tool) => describeTool(tool, false)), ttlMs: toolsListTtlMs, cacheScope: catalogueVariesByUser() ? 'private' : 'public' };
+  const tools = (await toolsFor(call.userId)).map((tool) => describeTool(tool, false));
+  // A request without the tasks extension gets the tools that fetch a task's result, as a legacy client without tasks does.
+  const listed = declaresTasks(call.client) ? tools : [...tools, ...describeTaskTools(call.roundWaitMs)];
+  return { tools: listed, ttlMs: toolsListTtlMs, cacheScope: catalogueVariesByUser() ? 'private' : 'public' };
 };
 
 const callParamsSchema = z.object({
@@ -42,6 +46,7 @@ const callParamsSchema = z.object({
 
 export const callTool: ModernMethod = async (rawParams, call) => {
   const params = parseParams(callParamsSchema, rawParams);
+  if (taskToolNames.has(params.name) && params.requestState === undefined) return callTaskTool(params.name, params.arguments ?? {}, call);
   const tool = await findToolFor(params.name, call.userId);
   if (!tool) throw new RpcError(ErrorCode.InvalidParams, `Unknown tool: ${params.name}`);
   if (tool.requiresClient && !canBeAsked(call.client, tool.requiresClient)) throw capabilityRequired(tool.requiresClient, `Tool ${tool.name}`);
@@ -98,6 +103,35 @@ export const callTool: ModernMethod = async (rawParams, call) => {
     handOut,
   });
 };
+
+/**
+ * task_result and the other tools for clients without tasks. A plain call of this era is answered in
+ * rounds and never "still running", but a task's id may reach a model otherwise (task_list, the
+ * dashboard): task_result waits for it one round at most; its questions are asked on the task's page.
+ */
+async function callTaskTool(name: string, args: Record<string, unknown>, call: ModernCall): Promise<Record<string, unknown>> {
+  const tool = taskTools(call.engine, call.roundWaitMs, async (task, withinMs) => {
+    if (isTerminal(task.status)) return taskResultPayload(task, false) as unknown as CallToolResult;
+    await call.holdStreamPlace();
+    const windowClosed = AbortSignal.timeout(withinMs);
+    try {
+      return taskResultPayload(await call.engine.waitForTerminal(task.id, call.userId, AbortSignal.any([call.signal, windowClosed])), false) as unknown as CallToolResult;
+    } catch (error) {
+      if (!windowClosed.aborted || call.signal.aborted) throw taskErrorToRpc(error, 'Failed to follow the task');
+      const now = await call.engine.getTask(task.id, call.userId);
+      if (isTerminal(now.status)) return taskResultPayload(now, false) as unknown as CallToolResult;
+      return stillRunningResult(now, call.engine.taskPageUrl(task.id), withinMs);
+    }
+  }).find((candidate) => candidate.name === name)!;
+  return runToolNow(tool, args, {
+    userId: call.userId,
+    signal: call.signal,
+    progressToken: undefined,
+    send: call.send,
+    logAllows: (level) => logs(call.client, level),
+    closeStream: () => {},
+  });
+}
 
 /** Only a request that named a level gets log messages, and only those at or above it. */
 const logs = (client: ModernClient, level: LogLevel) => client.logLevel !== undefined && logLevels.indexOf(level) >= logLevels.indexOf(client.logLevel);

@@ -333,10 +333,11 @@ if (process.argv.includes('--check-reports')) {
     // instances, an outage, the secret instances share), which bring their own database.
     console.log('\nIntegration suites through the route handler (next start)...');
     const aboutPostgres = ['tests/integration/db-copy.test.ts', 'tests/integration/instances.test.ts', 'tests/integration/notifications-instances.test.ts', 'tests/integration/outage.test.ts', 'tests/integration/shared-secret.test.ts', 'tests/integration/upstreams-instances.test.ts'];
-    const onceOnly = ['tests/integration/oauth.test.ts', ...aboutPostgres].flatMap((file) => ['--exclude', file]);
+    // mcp-remote's 75 s job runs once too: the bridge and the client's timeout are the same on every mount and database.
+    const onceOnly = ['tests/integration/oauth.test.ts', 'tests/integration/mcp-remote.test.ts', ...aboutPostgres].flatMap((file) => ['--exclude', file]);
     runVitest('route-handler', counts, ['tests/integration', ...onceOnly], { MCP_TEST_MOUNT: 'route-handler' });
     console.log('\nIntegration suites on PostgreSQL...');
-    const postgresOnly = aboutPostgres.flatMap((file) => ['--exclude', file]);
+    const postgresOnly = [...aboutPostgres, 'tests/integration/mcp-remote.test.ts'].flatMap((file) => ['--exclude', file]);
     await runOnPostgres((url) => runVitest('postgres', counts, ['tests/integration', ...postgresOnly], { MCP_TEST_DATABASE: 'postgres', TEST_DATABASE_URL: url }));
     runPlaywright(counts);
   }

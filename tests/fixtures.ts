@@ -8,7 +8,8 @@ export const test = base.extend<{ baseURL: string }, { server: TestServer }>({
   server: [
     async ({}, use) => {
       // Every browser test signs up and in from 127.0.0.1: the per-address throttles would count them all.
-      const server = await startServer({ SIGNIN_MAX_PER_IP: '100000', SIGNUP_MAX_PER_IP: '100000' });
+      // A client named hasty-client is answered "still running" after 1.5 s instead of 45.
+      const server = await startServer({ SIGNIN_MAX_PER_IP: '100000', SIGNUP_MAX_PER_IP: '100000', CALL_ANSWER_WITHIN_MS_BY_CLIENT: 'hasty-client=1500' });
       await use(server);
       await server.stop();
     },

@@ -35,6 +35,33 @@ test('a plain ask_human call waits while the person answers in the dashboard, th
   }
 });
 
+test('a plain ask_human call answered "still running" is answered in the dashboard, and task_result returns the answer', async ({ page, server }) => {
+  const token = await signUpWithToken(page, 'plain-hasty');
+  const tasks = new TasksPage(page);
+  await tasks.goto();
+  const questions = new QuestionsPage(page);
+  const sdk = await connectSdk2Client(server.mcpUrl, token, { name: 'hasty-client' });
+  try {
+    const first: any = await sdk.client.callTool({ name: 'ask_human', arguments: { question: 'Deploy on Friday?', choices: ['Yes', 'No'] } }, { timeout: 10_000 });
+    const { taskId, status } = first.structuredContent;
+    expect(status).toBe('input_required');
+    expect(first.content[0].text).toContain(`${server.url}/tasks/${taskId}`);
+
+    await questions.openFromInbox('Deploy on Friday?');
+    // The timeline says the client was answered and the task goes on.
+    await expect(page.getByRole('list', { name: 'Timeline' })).toContainText('The call was answered before the task ended');
+    await questions.tap('Deploy on Friday?', 'No');
+
+    let result: any = first;
+    while (result.structuredContent?.pollAfterSeconds !== undefined) {
+      result = await sdk.client.callTool({ name: 'task_result', arguments: { taskId } }, { timeout: 10_000 });
+    }
+    expect(result.structuredContent).toEqual({ action: 'accept', answeredBy: 'dashboard', content: { answer: 'No' } });
+  } finally {
+    await sdk.close();
+  }
+});
+
 test('a plain delay shows in the dashboard with progress while it works, and its call returns the result', async ({ page, server }) => {
   const token = await signUpWithToken(page, 'plain-delay');
   const tasks = new TasksPage(page);

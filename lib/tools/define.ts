@@ -268,7 +268,22 @@ function isToolProtocolError(error: unknown): error is ToolProtocolError {
 }
 
 /** The tool as tools/list describes it; `execution` only to a session whose protocol version has tasks. */
-export function describeTool(tool: ToolDefinition, withTasks: boolean) {
+export function describeTool(tool: ToolDefinition, withTasks: boolean): ToolListing {
+  // Converting the schemas is most of what a tools/list costs, and a definition never changes: once each.
+  const cached = listings.get(tool);
+  const listed = withTasks ? cached?.withTasks : cached?.withoutTasks;
+  if (listed) return listed;
+  const made = listingOf(tool, withTasks);
+  listings.set(tool, { ...cached, [withTasks ? 'withTasks' : 'withoutTasks']: made });
+  return made;
+}
+
+/** A tool as tools/list gives it; shared between calls, so never changed by them. */
+export type ToolListing = Readonly<ReturnType<typeof listingOf>>;
+
+const listings = new WeakMap<ToolDefinition, { withTasks?: ToolListing; withoutTasks?: ToolListing }>();
+
+function listingOf(tool: ToolDefinition, withTasks: boolean) {
   return {
     name: tool.name,
     ...(tool.title ? { title: tool.title } : {}),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineTool, describeTool, textResult, ToolProtocolError, type CallToolResult, type ToolDefinition } from '@/lib/tools/define';
+import { defineTool, describeTool, textResult, ToolProtocolError, type CallToolResult, type ToolDefinition, type ToolListing } from '@/lib/tools/define';
 import { isTaskError, type TaskEngine, type TaskRow, type TaskStatusRow } from '@/lib/tasks/engine';
 import { isTerminal } from '@/lib/tasks/states';
 import { isRpcError } from './errors';
@@ -70,11 +70,18 @@ const stillRunningSchema = {
  * structured content of every result, so it also admits the early answer's. Clients that validate
  * results (the official SDKs do) then accept both.
  */
-export function admittingEarlyAnswers(listed: ReturnType<typeof describeTool>): ReturnType<typeof describeTool> {
+export function admittingEarlyAnswers(listed: ToolListing): ToolListing {
   if (!listed.outputSchema) return listed;
-  const { $schema: dialect, ...own } = listed.outputSchema as Record<string, unknown>;
-  return { ...listed, outputSchema: { ...(dialect !== undefined ? { $schema: dialect } : {}), type: 'object', anyOf: [own, stillRunningSchema] } };
+  let admitting = admittingListings.get(listed);
+  if (!admitting) {
+    const { $schema: dialect, ...own } = listed.outputSchema as Record<string, unknown>;
+    admitting = { ...listed, outputSchema: { ...(dialect !== undefined ? { $schema: dialect } : {}), type: 'object', anyOf: [own, stillRunningSchema] } };
+    admittingListings.set(listed, admitting);
+  }
+  return admitting;
 }
+
+const admittingListings = new WeakMap<ToolListing, ToolListing>();
 
 const taskIdInput = z.object({ taskId: z.string().min(1).describe('The task id a call answered with ("Still running: … task <id>").') });
 const readOnly = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
@@ -203,7 +210,7 @@ async function taskOf(engine: TaskEngine, taskId: string, userId: string): Promi
 /** The names of the tools above: a listing for a client with tasks leaves them out, a call finds them first. */
 export const taskToolNames = new Set(['task_result', 'task_status', 'task_cancel', 'task_list']);
 
-const listings = new Map<number, Array<ReturnType<typeof describeTool>>>();
+const listings = new Map<number, ToolListing[]>();
 
 /** Their listing: the same for every call with this window, which only changes words (nothing runs them here). */
 export function describeTaskTools(windowMs: number) {

@@ -29,7 +29,7 @@ const withPolicy = (policy: string) => [
 ];
 
 const nextConfig: NextConfig = {
-  serverExternalPackages: ['@modelcontextprotocol/sdk', 'better-sqlite3', 'nodemailer', 'oidc-provider', 'pino', 'rate-limiter-flexible'],
+  serverExternalPackages: ['@modelcontextprotocol/sdk', 'better-sqlite3', 'better-sqlite3-napi', 'nodemailer', 'oidc-provider', 'pino', 'rate-limiter-flexible'],
   poweredByHeader: false,
   async headers() {
     return [

@@ -20,7 +20,7 @@
  * postgres, alone, heavy, notify, storage or gateway runs one part (postgres alone has no SQLite figures
  * beside its own).
  */
-import Database from 'better-sqlite3';
+import Database from '@/db/sqlite';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { RawMcp, SseReader } from '../tests/helpers/mcp';

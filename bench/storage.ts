@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import Database from 'better-sqlite3';
+import Database from '@/db/sqlite';
 import { RawMcp } from '../tests/helpers/mcp';
 import { startOurs } from './peers';
 import { fmt, fmtInt, groupCpuSeconds, markdownTable, runPool, Samples, sleep } from './util';

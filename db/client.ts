@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import Database from './sqlite';
 import { drizzle as drizzleSqlite, type BetterSQLite3Database } from 'drizzle-orm/better-sqlite3';
 import { migrate as migrateSqlite } from 'drizzle-orm/better-sqlite3/migrator';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
@@ -16,14 +16,14 @@ import * as pgSchema from './schema.pg';
  * db/schema.pg.ts, which have the same names, columns and TypeScript types (tests/unit/schema-pg.test.ts
  * keeps the two in step); only db/run.ts executes them, the right way for each database.
  */
-export type Db = BetterSQLite3Database<typeof schema> & { $client: Database.Database };
+export type Db = BetterSQLite3Database<typeof schema> & { $client: Database };
 export type Tables = typeof schema;
 export type Dialect = 'sqlite' | 'pg';
 
 /** One open database: SQLite (one connection, synchronous) or a PostgreSQL pool. */
 export type Store =
   /** `fileGone`: the file was deleted or moved and could not be put back; the connection only reads. */
-  | { dialect: 'sqlite'; db: Db; tables: Tables; sqlite: Database.Database; key: string; fileGone?: boolean }
+  | { dialect: 'sqlite'; db: Db; tables: Tables; sqlite: Database; key: string; fileGone?: boolean }
   | { dialect: 'pg'; db: Db; tables: Tables; pool: pg.Pool; migrated: boolean; migrating: Promise<void> | null; key: string };
 
 /**

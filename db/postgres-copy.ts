@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import Database from './sqlite';
 import { getTableName, is } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { migrate } from 'drizzle-orm/node-postgres/migrator';
@@ -70,7 +70,7 @@ const quote = (identifier: string) => `"${identifier.replaceAll('"', '""')}"`;
  * column the copy does not know would be left behind, and one it expects but cannot find means the
  * file was written by an older version that has not migrated it yet.
  */
-function checkSqliteSchema(sqlite: Database.Database, sqlitePath: string, tables: CopiedTable[]): void {
+function checkSqliteSchema(sqlite: Database, sqlitePath: string, tables: CopiedTable[]): void {
   const sqliteTables = (sqlite.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name <> '__drizzle_migrations'").pluck().all() as string[]).sort();
   const expected = tables.map((table) => table.name).sort();
   const unknown = sqliteTables.filter((name) => !expected.includes(name));
@@ -112,7 +112,7 @@ export function describePostgresError(error: unknown): string {
   return 'code' in error && typeof error.code === 'string' && /^[0-9A-Z]{5}$/.test(error.code) ? `${message} (SQLSTATE ${error.code})` : message;
 }
 
-async function insertRows(client: pg.Client, table: CopiedTable, sqlite: Database.Database): Promise<void> {
+async function insertRows(client: pg.Client, table: CopiedTable, sqlite: Database): Promise<void> {
   // PostgreSQL takes at most 65535 parameters in one statement.
   const rowsPerBatch = Math.max(1, Math.min(1000, Math.floor(65_535 / table.columns.length)));
   const columnList = table.columns.map(quote).join(', ');
@@ -138,7 +138,7 @@ async function insertRows(client: pg.Client, table: CopiedTable, sqlite: Databas
  * are SSE event ids that clients resume from), so each sequence continues after the highest id SQLite
  * ever gave.
  */
-async function continueIdentity(client: pg.Client, table: CopiedTable, sqlite: Database.Database): Promise<void> {
+async function continueIdentity(client: pg.Client, table: CopiedTable, sqlite: Database): Promise<void> {
   if (!table.identityColumn) return;
   const hasSequences = sqlite.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sqlite_sequence'").get() !== undefined;
   const given = hasSequences ? (sqlite.prepare('SELECT seq FROM sqlite_sequence WHERE name = ?').pluck().safeIntegers(true).get(table.name) as bigint | undefined) : undefined;
@@ -163,7 +163,7 @@ export interface CopyOptions {
 export async function copySqliteToPostgres({ sqlitePath, postgresUrl, onProgress = () => {} }: CopyOptions): Promise<TableCount[]> {
   const target = describePostgresUrl(postgresUrl);
   if (!fs.existsSync(sqlitePath)) throw new CopyError(`No SQLite database at ${sqlitePath}: pass --from, or set DATABASE_PATH.`);
-  let sqlite: Database.Database;
+  let sqlite: Database;
   try {
     sqlite = new Database(sqlitePath, { readonly: true, fileMustExist: true });
   } catch (error) {

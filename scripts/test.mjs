@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * `npm test`: builds the app, runs every suite (unit, integration against the built server, and the
- * browser suite in Chromium), then prints one summary line: `N passed, N failed`.
+ * browser suite in Chromium), the protocol, era and storage suites again on Node 24 (tests/node24), then
+ * prints one summary line: `N passed, N failed`.
  *
  * A green summary means every test ran and passed: a test that did not run (skipped, or left out by a
  * crash in its suite's beforeAll) counts as failed, `.only` and expected failures (`it.fails`,
@@ -35,10 +36,11 @@ const reports = {
   all: path.join(resultsDir, 'vitest-all.json'),
   'route-handler': path.join(resultsDir, 'vitest-route-handler.json'),
   postgres: path.join(resultsDir, 'vitest-postgres.json'),
+  node24: path.join(resultsDir, 'vitest-node24.json'),
   playwright: path.join(resultsDir, 'playwright.json'),
 };
 /** The longest each suite may run before it is stopped (a hang fails instead of stalling CI). */
-const timeLimitsMs = { build: 10 * 60_000, vitest: 35 * 60_000, playwright: 20 * 60_000 };
+const timeLimitsMs = { build: 10 * 60_000, install: 5 * 60_000, vitest: 35 * 60_000, playwright: 20 * 60_000 };
 /**
  * An expected failure passes when its test fails, so a broken feature would count as passed. Vitest's
  * report does not mark them (Playwright's does), so the sources are read for them.
@@ -142,11 +144,15 @@ function checkNoExpectedFailures() {
   }
 }
 
-/** Runs vitest; `pass` names its report, `args` narrows the files, `extraEnv` sets up the pass. */
-function runVitest(pass, counts, args = [], extraEnv = {}) {
+/**
+ * Runs vitest; `pass` names its report, `args` narrows the files, `extraEnv` sets up the pass, `node` is
+ * the Node to run it on (the one running this script when not given).
+ */
+function runVitest(pass, counts, args = [], extraEnv = {}, node = undefined) {
   const output = reports[pass];
   fs.rmSync(output, { force: true });
-  const { status, timedOut } = run(bin('vitest'), ['run', '--reporter=default', '--reporter=json', `--outputFile.json=${output}`, ...args], {
+  const vitestArgs = ['run', '--reporter=default', '--reporter=json', `--outputFile.json=${output}`, ...args];
+  const { status, timedOut } = run(node ?? bin('vitest'), node ? [bin('vitest'), ...vitestArgs] : vitestArgs, {
     extraEnv,
     timeoutMs: timeLimitsMs.vitest,
   });
@@ -215,6 +221,22 @@ async function runOnPostgres(work) {
     await server.stop();
     fs.rmSync(databaseDir, { recursive: true, force: true });
   }
+}
+
+const node24Dir = path.join(root, 'tests', 'node24');
+
+/**
+ * The Node 24 of the node24 pass, pinned in tests/node24 with a lock file of its own (the `node` package,
+ * whose install script fetches that Node for the platform): installed there with npm ci when missing or
+ * older than the lock file. Null when the install fails.
+ */
+function installNode24() {
+  const binary = path.join(node24Dir, 'node_modules', '.bin', 'node');
+  const installedLock = path.join(node24Dir, 'node_modules', '.package-lock.json');
+  const current = fs.existsSync(binary) && fs.existsSync(installedLock) && fs.statSync(installedLock).mtimeMs >= fs.statSync(path.join(node24Dir, 'package-lock.json')).mtimeMs;
+  if (current) return binary;
+  const { status } = run('npm', ['ci', '--prefix', node24Dir, '--no-audit', '--no-fund', '--loglevel=error'], { timeoutMs: timeLimitsMs.install });
+  return status === 0 && fs.existsSync(binary) ? binary : null;
 }
 
 function ensureChromium() {
@@ -339,6 +361,17 @@ if (process.argv.includes('--check-reports')) {
     console.log('\nIntegration suites on PostgreSQL...');
     const postgresOnly = [...aboutPostgres, 'tests/integration/mcp-remote.test.ts'].flatMap((file) => ['--exclude', file]);
     await runOnPostgres((url) => runVitest('postgres', counts, ['tests/integration', ...postgresOnly], { MCP_TEST_DATABASE: 'postgres', TEST_DATABASE_URL: url }));
+    // The protocol of both eras and the SQLite storage again, on Node 24: there SQLite goes through another
+    // build of better-sqlite3 (db/sqlite.ts). The servers the tests start run on the same Node, and so does
+    // any `node` they call.
+    console.log('\nProtocol, era and storage suites on Node 24...');
+    const node24 = installNode24();
+    if (!node24) {
+      fail(1, `npm ci --prefix tests/node24 failed or ran past ${timeLimitsMs.install / 60_000} minutes: the Node 24 pass needs the npm registry the first time.`);
+    } else {
+      const onNode24 = ['tests/integration/protocol.test.ts', 'tests/integration/transport.test.ts', 'tests/integration/modern.test.ts', 'tests/integration/storage.test.ts'];
+      runVitest('node24', counts, onNode24, { PATH: `${path.dirname(node24)}${path.delimiter}${process.env.PATH}` }, node24);
+    }
     runPlaywright(counts);
   }
 }

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import Database from '@/db/sqlite';
 import { createTestDatabase, type TestDatabase } from './postgres';
 import { openSyncPostgres, type SyncDatabase } from './sync-postgres';
 

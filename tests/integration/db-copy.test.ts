@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import Database from '@/db/sqlite';
 import { CallToolResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -64,7 +64,7 @@ function withPassword(url: string): string {
 const comparable = (row: unknown[]) => row.map((value) => (value === null ? null : typeof value === 'string' ? { text: value } : { number: String(value) }));
 const sorted = (rows: unknown[][]) => rows.map(comparable).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
 
-function columnsOf(sqlite: Database.Database, table: string): string[] {
+function columnsOf(sqlite: Database, table: string): string[] {
   return sqlite.prepare('SELECT name FROM pragma_table_info(?)').pluck().all(table) as string[];
 }
 

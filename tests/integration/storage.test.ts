@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import Database from '@/db/sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callServerAction, setPassword, signIn } from '../helpers/dashboard';
 import { RawMcp } from '../helpers/mcp';

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import Database from '@/db/sqlite';
 import { afterAll, describe, it } from 'vitest';
 import type { Step } from '@/db/run';
 import { checkEventCommittedMidRead } from '../helpers/pending-events';

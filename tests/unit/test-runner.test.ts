@@ -51,6 +51,7 @@ beforeAll(() => {
   // The other passes' reports: empty, so that only the fixture suite is judged.
   fs.writeFileSync(path.join(results, 'vitest-route-handler.json'), JSON.stringify({ testResults: [] }));
   fs.writeFileSync(path.join(results, 'vitest-postgres.json'), JSON.stringify({ testResults: [] }));
+  fs.writeFileSync(path.join(results, 'vitest-node24.json'), JSON.stringify({ testResults: [] }));
   fs.writeFileSync(path.join(results, 'playwright.json'), JSON.stringify({ config: { rootDir: sources }, suites: [], stats: { expected: 0, unexpected: 0, flaky: 0, skipped: 0 } }));
 });
 
@@ -63,7 +64,7 @@ describe('scripts/test.mjs and tests/counts.json', () => {
     runFixtureSuite();
     const written = runner('--write-counts');
     expect(written.status).toBe(0);
-    expect(JSON.parse(fs.readFileSync(counts, 'utf8'))).toEqual({ all: { [fileKey('conditional.test.ts')]: 3 }, 'route-handler': {}, postgres: {}, playwright: {} });
+    expect(JSON.parse(fs.readFileSync(counts, 'utf8'))).toEqual({ all: { [fileKey('conditional.test.ts')]: 3 }, 'route-handler': {}, postgres: {}, node24: {}, playwright: {} });
     const checked = runner('--check-reports');
     expect(checked.summary).toBe('3 passed, 0 failed');
     expect(checked.status).toBe(0);

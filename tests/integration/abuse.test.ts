@@ -98,6 +98,24 @@ describe('rate limits', () => {
     const neighbour = await session('neighbour@example.com');
     expect((await neighbour.request('tasks/get', { taskId: crypto.randomUUID() })).body.error.code).toBe(-32602);
   });
+
+  it('counts the tools for clients without tasks as task operations, and their unknown task ids as probes', async () => {
+    const prober = await session('tool-prober@example.com');
+    for (let probe = 0; probe < limits.unknownTasks; probe += 1) {
+      const reply = await prober.request('tools/call', { name: 'task_status', arguments: { taskId: crypto.randomUUID() } });
+      expect(reply.body.result).toMatchObject({ isError: true, content: [{ text: expect.stringMatching(/^Unknown task: /) }] });
+    }
+    expectTooManyRequests(await prober.request('tools/call', { name: 'task_result', arguments: { taskId: crypto.randomUUID() } }), /tasks that do not exist/);
+    // The probing tool calls count against the tasks/* methods too, and the other way round.
+    expectTooManyRequests(await prober.request('tasks/get', { taskId: crypto.randomUUID() }), /tasks that do not exist/);
+    expect((await prober.request('ping')).status).toBe(200);
+
+    const busy = await session('tool-ops@example.com');
+    for (let sent = 0; sent < limits.taskOperations; sent += 1) expect((await busy.request('tools/call', { name: 'task_list', arguments: {} })).status).toBe(200);
+    expectTooManyRequests(await busy.request('tools/call', { name: 'task_list', arguments: {} }), /too many task operations/);
+    expectTooManyRequests(await busy.request('tasks/list'), /too many task operations/);
+    expect((await busy.request('tools/call', { name: 'echo', arguments: { text: 'still here' } })).status).toBe(200);
+  });
 });
 
 /** Polls until check() holds, failing after the timeout. */

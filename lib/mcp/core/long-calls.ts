@@ -2,7 +2,9 @@ import { z } from 'zod';
 import { defineTool, describeTool, textResult, ToolProtocolError, type CallToolResult, type ToolDefinition, type ToolListing } from '@/lib/tools/define';
 import { isTaskError, type TaskEngine, type TaskRow, type TaskStatusRow } from '@/lib/tasks/engine';
 import { isTerminal } from '@/lib/tasks/states';
+import { taskStatuses } from '@/db/schema';
 import { isRpcError } from './errors';
+import { runToolNow } from './tool-calls';
 
 /**
  * Calls that outlast their client's own timeout. Most clients have no tasks and give up on a request
@@ -83,8 +85,24 @@ export function admittingEarlyAnswers(listed: ToolListing): ToolListing {
 
 const admittingListings = new WeakMap<ToolListing, ToolListing>();
 
-const taskIdInput = z.object({ taskId: z.string().min(1).describe('The task id a call answered with ("Still running: … task <id>").') });
+const taskStatusSchema = z.object({
+  taskId: z.string(),
+  toolName: z.string(),
+  status: z.enum(taskStatuses),
+  statusMessage: z.string().optional(),
+  createdAt: z.string(),
+  lastUpdatedAt: z.string(),
+});
+const taskListInput = z.object({
+  status: z.enum(taskStatuses).optional().describe('Only tasks in this status.'),
+  limit: z.number().int().min(1).max(50).optional().describe('How many tasks at most (default 20).'),
+});
+const taskListOutput = z.object({ tasks: z.array(taskStatusSchema) });
+const taskIdInput = z.object({ taskId: z.string().min(1).max(200).describe('The task id a call answered with ("Still running: … task <id>").') });
 const readOnly = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
+
+/** How the tools begin their answer for a task id the person has no task with; the request log counts such lookups against the person. */
+export const unknownTaskWords = 'Unknown task: ';
 
 /** How each tool waits for a task's end, as its era does: given the task, the window and the request. */
 export type FollowTask = (task: TaskRow, windowMs: number) => Promise<CallToolResult>;
@@ -94,7 +112,7 @@ export type FollowTask = (task: TaskRow, windowMs: number) => Promise<CallToolRe
  * questions and progress on this call where the era can), and answers with the task's result.
  */
 export function taskTools(engine: TaskEngine, windowMs: number, follow: FollowTask): ToolDefinition[] {
-  const unknown = (taskId: string) => textResult(`Unknown task: ${taskId}. It does not exist, has expired, or is not yours; task_list lists your tasks.`, true);
+  const unknown = (taskId: string) => textResult(`${unknownTaskWords}${taskId}. It does not exist, has expired, or is not yours; task_list lists your tasks.`, true);
   return [
     defineTool({
       name: 'task_result',
@@ -160,11 +178,8 @@ export function taskTools(engine: TaskEngine, windowMs: number, follow: FollowTa
       name: 'task_list',
       title: 'Your tasks',
       description: 'Lists your most recent tasks, newest first, with their status: to find a task whose id was lost.',
-      inputSchema: z.object({
-        status: z.enum(['working', 'input_required', 'completed', 'failed', 'cancelled']).optional().describe('Only tasks in this status.'),
-        limit: z.number().int().min(1).max(50).optional().describe('How many tasks at most (default 20).'),
-      }),
-      outputSchema: z.object({ tasks: z.array(taskStatusSchema) }),
+      inputSchema: taskListInput,
+      outputSchema: taskListOutput,
       annotations: readOnly,
       taskSupport: 'forbidden',
       async run({ status, limit }, ctx) {
@@ -176,15 +191,6 @@ export function taskTools(engine: TaskEngine, windowMs: number, follow: FollowTa
     }),
   ] as ToolDefinition[];
 }
-
-const taskStatusSchema = z.object({
-  taskId: z.string(),
-  toolName: z.string(),
-  status: z.enum(['working', 'input_required', 'completed', 'failed', 'cancelled']),
-  statusMessage: z.string().optional(),
-  createdAt: z.string(),
-  lastUpdatedAt: z.string(),
-});
 
 function statusOf(task: Pick<TaskRow, 'id' | 'toolName' | 'status' | 'statusMessage' | 'createdAt' | 'lastUpdatedAt'>): z.infer<typeof taskStatusSchema> {
   return {
@@ -205,6 +211,20 @@ async function taskOf(engine: TaskEngine, taskId: string, userId: string): Promi
     if (isTaskError(error)) return undefined;
     throw error;
   }
+}
+
+/**
+ * Runs one of the tools for a call, as a tool that never becomes a task: `follow` is how the caller's era
+ * waits for a task, `call` what runToolNow needs of the request.
+ */
+export function runTaskTool(
+  name: string,
+  args: Record<string, unknown>,
+  use: { engine: TaskEngine; windowMs: number; follow: FollowTask },
+  call: Parameters<typeof runToolNow>[2],
+): Promise<Record<string, unknown>> {
+  const tool = taskTools(use.engine, use.windowMs, use.follow).find((candidate) => candidate.name === name)!;
+  return runToolNow(tool, args, call);
 }
 
 /** The names of the tools above: a listing for a client with tasks leaves them out, a call finds them first. */

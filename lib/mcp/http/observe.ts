@@ -3,6 +3,7 @@ import { getEnv } from '@/lib/env';
 import { topics, type BusEvent, type EventBus } from '@/lib/tasks/bus';
 import { isTerminal } from '@/lib/tasks/states';
 import type { McpContext } from '../core/context';
+import { unknownTaskWords } from '../core/long-calls';
 import { handleMcp } from './endpoint';
 import { getRateLimits } from './rate-limit';
 import { isStreamReply, type McpHttpRequest, type McpReply } from './exchange';
@@ -55,11 +56,16 @@ interface ReplyOutcome {
   taskId?: string;
   /** 2026-07-28: "task" for a CreateTaskResult. */
   resultType?: string;
+  /** The first text of a tool's error result: task_result and its kin say so of a task id the user has no task with. */
+  firstText?: string;
 }
 
 function outcomeOf(json: unknown): ReplyOutcome | undefined {
   if (Array.isArray(json) || typeof json !== 'object' || json === null) return undefined;
-  const body = json as { error?: { code?: unknown; message?: unknown; data?: { storage?: unknown } }; result?: { task?: { taskId?: unknown }; taskId?: unknown; resultType?: unknown } };
+  const body = json as {
+    error?: { code?: unknown; message?: unknown; data?: { storage?: unknown } };
+    result?: { task?: { taskId?: unknown }; taskId?: unknown; resultType?: unknown; isError?: unknown; content?: Array<{ text?: unknown }> };
+  };
   if (body.error) {
     return {
       rpcError: typeof body.error.code === 'number' ? body.error.code : undefined,
@@ -69,7 +75,12 @@ function outcomeOf(json: unknown): ReplyOutcome | undefined {
   }
   const taskId = body.result?.task?.taskId ?? body.result?.taskId;
   const resultType = body.result?.resultType;
-  return { taskId: typeof taskId === 'string' ? taskId : undefined, resultType: typeof resultType === 'string' ? resultType : undefined };
+  const firstText = body.result?.isError === true ? body.result.content?.[0]?.text : undefined;
+  return {
+    taskId: typeof taskId === 'string' ? taskId : undefined,
+    resultType: typeof resultType === 'string' ? resultType : undefined,
+    ...(typeof firstText === 'string' ? { firstText } : {}),
+  };
 }
 
 const lookups = new Set(['tasks/get', 'tasks/result', 'tasks/cancel', 'tasks/update']);
@@ -101,7 +112,10 @@ export async function observeMcp(request: McpHttpRequest, ctx: McpContext): Prom
   const streamed = isStreamReply(reply);
   const outcome = streamed ? undefined : outcomeOf(reply.json);
   const { caller, message, session, client } = facts;
-  if (caller && message?.method && lookups.has(message.method) && outcome?.rpcError === -32602 && outcome.errorMessage?.endsWith('Task not found')) {
+  const unknownTask =
+    (message?.method !== undefined && lookups.has(message.method) && outcome?.rpcError === -32602 && outcome.errorMessage?.endsWith('Task not found')) ||
+    (message?.taskTool && outcome?.firstText?.startsWith(unknownTaskWords));
+  if (caller && unknownTask) {
     await getRateLimits().noteUnknownTask(caller.userId);
   }
   getLog().info(

@@ -65,13 +65,13 @@ export class McpRateLimits {
     await take(this.perUser, `user:${caller.userId}`, 'this account sent too many requests', count);
     const method = message?.method;
     if (!method) return;
-    if (taskLookups.has(method) && this.unknownTasks) {
+    if ((taskLookups.has(method) || (message.taskTool && message.tool !== 'task_list')) && this.unknownTasks) {
       const probing = await this.unknownTasks.get(caller.userId);
       if (probing && probing.consumedPoints >= this.limits.unknownTasksPerUser) {
         throw refusal('too many lookups of tasks that do not exist', probing.msBeforeNext);
       }
     }
-    if (taskOperations.has(method) || message.asTask) {
+    if (taskOperations.has(method) || message.asTask || message.taskTool) {
       await take(this.taskOperations, `user:${caller.userId}`, 'this account sent too many task operations');
     }
   }

@@ -1,4 +1,5 @@
 import type { Caller } from '../core/context';
+import { taskToolNames } from '../core/long-calls';
 
 /** The parts of a POSTed JSON-RPC message that the rate limits and the request log look at. */
 export interface MessageSummary {
@@ -10,6 +11,8 @@ export interface MessageSummary {
   tool?: string;
   /** A tools/call that asks to run as a task. */
   asTask: boolean;
+  /** A tools/call of a tool for clients without tasks (task_result…): limited as the tasks/* methods are. */
+  taskTool?: boolean;
   /** Set for a batch (2025-03-26): how many messages it holds. */
   batchSize?: number;
 }
@@ -36,11 +39,15 @@ export function summarizeMessage(value: unknown): MessageSummary | undefined {
   const message = value as Record<string, unknown>;
   const params = typeof message.params === 'object' && message.params !== null ? (message.params as Record<string, unknown>) : {};
   const method = asString(message.method);
+  const tool = method === 'tools/call' ? asString(params.name) : undefined;
+  const taskTool = tool !== undefined && taskToolNames.has(tool) && params.task === undefined;
+  const args = taskTool && typeof params.arguments === 'object' && params.arguments !== null ? (params.arguments as Record<string, unknown>) : {};
   return {
     method,
     id: message.id,
-    taskId: asString(params.taskId),
-    tool: method === 'tools/call' ? asString(params.name) : undefined,
+    taskId: asString(params.taskId) ?? asString(args.taskId),
+    tool,
     asTask: method === 'tools/call' && params.task !== undefined,
+    ...(taskTool ? { taskTool } : {}),
   };
 }

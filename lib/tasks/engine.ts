@@ -289,12 +289,17 @@ export class TaskEngine {
   }
 
   /**
-   * Cancels the task a plain tools/call started, when its client cancels that call; resolves with false
-   * when the call started no task or the task has ended already.
+   * The client of a plain tools/call stopped it: cancelled, the task it started is cancelled; gone on its
+   * own timeout, the task goes on (for the dashboard and task_result). Resolves with false when the call
+   * started no task, no longer answers for one, or its task has ended already.
    */
-  async cancelCallTask(sessionId: string, requestId: string | number, userId: string): Promise<boolean> {
+  async stopCallTask(sessionId: string, requestId: string | number, userId: string, why: 'cancelled' | 'client-timeout'): Promise<boolean> {
     const task = await getCallTaskByRequestId(sessionId, requestId, userId);
     if (!task || isTerminal(task.status)) return false;
+    if (why === 'client-timeout') {
+      await this.releaseCall(task.id, userId, why);
+      return true;
+    }
     try {
       await this.cancelTask(task.id, userId, 'client');
       return true;
@@ -302,17 +307,6 @@ export class TaskEngine {
       if (isTaskError(error)) return false;
       throw error;
     }
-  }
-
-  /**
-   * The client of a plain call gave up on it on its own timeout: the task goes on, for the dashboard and
-   * task_result; resolves with false when the call started no task or the task has ended already.
-   */
-  async keepCallTask(sessionId: string, requestId: string | number, userId: string): Promise<boolean> {
-    const task = await getCallTaskByRequestId(sessionId, requestId, userId);
-    if (!task || isTerminal(task.status)) return false;
-    await this.releaseCall(task.id, userId, 'client-timeout');
-    return true;
   }
 
   /**

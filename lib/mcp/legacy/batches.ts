@@ -110,7 +110,7 @@ async function answerBatchMember(
     requestId: id,
     signal: AbortSignal.any([cancel.signal, request.signal]),
     heartbeatMs: ctx.heartbeatMs,
-    answerWithinMs: ctx.answerWithinMs(session.clientName),
+    answerWindowOf: ctx.answerWithinMs,
     questionRelaysSettled: (taskId) => ctx.streams.questionRelaysSettled(taskId),
     send: (outgoing) => {
       stream.open();

@@ -82,8 +82,7 @@ export async function receiveNotification(message: JsonRpcNotification, ctx: Mcp
   const requestId = message.params?.requestId;
   if (typeof requestId === 'string' || typeof requestId === 'number') {
     inFlight.get(inFlightKey(session.id, requestId))?.abort(new DOMException('Cancelled by the client', 'AbortError'));
-    if (isClientTimeout(message.params?.reason)) await ctx.engine.keepCallTask(session.id, requestId, session.userId);
-    else await ctx.engine.cancelCallTask(session.id, requestId, session.userId);
+    await ctx.engine.stopCallTask(session.id, requestId, session.userId, isClientTimeout(message.params?.reason) ? 'client-timeout' : 'cancelled');
   }
 }
 

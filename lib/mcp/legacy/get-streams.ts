@@ -123,7 +123,7 @@ function answerAgain(
     requestId,
     signal: cancel.signal,
     heartbeatMs: ctx.heartbeatMs,
-    answerWithinMs: ctx.answerWithinMs(session.clientName),
+    answerWindowOf: ctx.answerWithinMs,
     questionRelaysSettled: (taskId) => ctx.streams.questionRelaysSettled(taskId),
     send: (outgoing) => ctx.streams.sendOnResponse(session.id, streamKey, outgoing),
     openStream: () => {},

@@ -172,7 +172,7 @@ async function respond(
     requestId: message.id,
     signal: cancel.signal,
     heartbeatMs: ctx.heartbeatMs,
-    answerWithinMs: ctx.answerWithinMs(session.clientName),
+    answerWindowOf: ctx.answerWithinMs,
     questionRelaysSettled: (taskId) => ctx.streams.questionRelaysSettled(taskId),
     send: (outgoing) => {
       openStream();

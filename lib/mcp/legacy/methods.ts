@@ -17,7 +17,8 @@ import {
   tasksProtocolVersion,
 } from '../core/schema';
 import { modelImmediateResponseKey, taskErrorToRpc, taskResultPayload, toTask } from '../core/task-messages';
-import { admittingEarlyAnswers, describeTaskTools, stillRunningResult, taskToolNames, taskTools } from '../core/long-calls';
+import { admittingEarlyAnswers, describeTaskTools, runTaskTool, stillRunningResult, taskToolNames, type FollowTask } from '../core/long-calls';
+import type { McpContext } from '../core/context';
 import { createTaskOrRefuse, LogRelay, ProgressRelay, runToolNow } from '../core/tool-calls';
 import {
   canBeSent,
@@ -50,8 +51,8 @@ export interface RequestContext {
   signal: AbortSignal;
   /** See McpContext.heartbeatMs. */
   heartbeatMs: number;
-  /** How long this session's client waits for a call before it gives up: see McpContext.answerWithinMs. */
-  answerWithinMs: number;
+  /** How long a client waits for a call before it gives up, by its name: McpContext.answerWithinMs. */
+  answerWindowOf: McpContext['answerWithinMs'];
   /** Sends a message before the response; turns the response into an SSE stream. */
   send(message: Record<string, unknown>): void;
   /**
@@ -77,8 +78,11 @@ const hasTasks = (session: McpSession) => session.protocolVersion === tasksProto
 /** A client that declared tasks at initialize asks for one when it wants one, and has tasks/result. */
 const usesTasks = (session: McpSession) => hasTasks(session) && session.clientCapabilities?.tasks !== undefined;
 
+/** The answer window of this session's client (see McpContext.answerWithinMs). */
+const answerWindow = (ctx: RequestContext) => ctx.answerWindowOf(ctx.session.clientName);
+
 /** How long a plain call waits for its task before answering "still running": never for a client with tasks. */
-export const earlyAnswerWindow = (ctx: RequestContext) => (usesTasks(ctx.session) ? 0 : ctx.answerWithinMs);
+export const earlyAnswerWindow = (ctx: RequestContext) => (usesTasks(ctx.session) ? 0 : answerWindow(ctx));
 
 async function listTools(rawParams: unknown, ctx: RequestContext): Promise<Record<string, unknown>> {
   requireNoCursor(rawParams, 'tools/list');
@@ -90,7 +94,7 @@ async function listTools(rawParams: unknown, ctx: RequestContext): Promise<Recor
     const described = describeTool(tool, hasTasks(ctx.session));
     return answersEarly && tool.taskSupport === 'optional' ? admittingEarlyAnswers(described) : described;
   });
-  return { tools: usesTasks(ctx.session) ? listed : [...listed, ...describeTaskTools(ctx.answerWithinMs)] };
+  return { tools: usesTasks(ctx.session) ? listed : [...listed, ...describeTaskTools(answerWindow(ctx))] };
 }
 
 async function callTool(rawParams: unknown, ctx: RequestContext): Promise<Record<string, unknown>> {
@@ -164,12 +168,12 @@ async function callTool(rawParams: unknown, ctx: RequestContext): Promise<Record
  * call did, questions and progress included, for at most the client's window.
  */
 async function callTaskTool(name: string, args: Record<string, unknown>, progressToken: string | number | undefined, ctx: RequestContext) {
-  const tool = taskTools(ctx.engine, ctx.answerWithinMs, async (task, withinMs) => {
+  const follow: FollowTask = async (task, withinMs) => {
     if (isTerminal(task.status)) return taskResultPayload(task, false) as unknown as CallToolResult;
     ctx.openStream();
     return (await followCallTask(ctx, task.id, progressToken, undefined, { withinMs, release: false })) as unknown as CallToolResult;
-  }).find((candidate) => candidate.name === name)!;
-  return runToolNow(tool, args, {
+  };
+  return runTaskTool(name, args, { engine: ctx.engine, windowMs: answerWindow(ctx), follow }, {
     userId: ctx.userId,
     signal: ctx.signal,
     progressToken: undefined,

@@ -7,7 +7,7 @@ import type { TaskRow } from '@/lib/tasks/engine';
 import { ErrorCode, RpcError } from '../core/errors';
 import { parseParams, requireNoCursor } from '../core/schema';
 import { taskErrorToRpc, taskResultPayload } from '../core/task-messages';
-import { describeTaskTools, stillRunningResult, taskToolNames, taskTools } from '../core/long-calls';
+import { describeTaskTools, runTaskTool, stillRunningResult, taskToolNames, type FollowTask } from '../core/long-calls';
 import { createTaskOrRefuse, LogRelay, ProgressRelay, runToolNow } from '../core/tool-calls';
 import { shuttingDown } from '../http/in-flight';
 import type { ModernCall, ModernMethod } from './call';
@@ -110,7 +110,7 @@ export const callTool: ModernMethod = async (rawParams, call) => {
  * dashboard): task_result waits for it one round at most; its questions are asked on the task's page.
  */
 async function callTaskTool(name: string, args: Record<string, unknown>, call: ModernCall): Promise<Record<string, unknown>> {
-  const tool = taskTools(call.engine, call.roundWaitMs, async (task, withinMs) => {
+  const follow: FollowTask = async (task, withinMs) => {
     if (isTerminal(task.status)) return taskResultPayload(task, false) as unknown as CallToolResult;
     await call.holdStreamPlace();
     const windowClosed = AbortSignal.timeout(withinMs);
@@ -122,8 +122,8 @@ async function callTaskTool(name: string, args: Record<string, unknown>, call: M
       if (isTerminal(now.status)) return taskResultPayload(now, false) as unknown as CallToolResult;
       return stillRunningResult(now, call.engine.taskPageUrl(task.id), withinMs);
     }
-  }).find((candidate) => candidate.name === name)!;
-  return runToolNow(tool, args, {
+  };
+  return runTaskTool(name, args, { engine: call.engine, windowMs: call.roundWaitMs, follow }, {
     userId: call.userId,
     signal: call.signal,
     progressToken: undefined,

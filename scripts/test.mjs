@@ -355,11 +355,11 @@ if (process.argv.includes('--check-reports')) {
     // instances, an outage, the secret instances share), which bring their own database.
     console.log('\nIntegration suites through the route handler (next start)...');
     const aboutPostgres = ['tests/integration/db-copy.test.ts', 'tests/integration/instances.test.ts', 'tests/integration/notifications-instances.test.ts', 'tests/integration/outage.test.ts', 'tests/integration/shared-secret.test.ts', 'tests/integration/upstreams-instances.test.ts'];
-    // mcp-remote's 75 s job runs once too: the bridge and the client's timeout are the same on every mount and database.
+    // mcp-remote's 75 s job skips this pass: the bridge and the client's timeout are the same on either mount.
     const onceOnly = ['tests/integration/oauth.test.ts', 'tests/integration/mcp-remote.test.ts', ...aboutPostgres].flatMap((file) => ['--exclude', file]);
     runVitest('route-handler', counts, ['tests/integration', ...onceOnly], { MCP_TEST_MOUNT: 'route-handler' });
     console.log('\nIntegration suites on PostgreSQL...');
-    const postgresOnly = [...aboutPostgres, 'tests/integration/mcp-remote.test.ts'].flatMap((file) => ['--exclude', file]);
+    const postgresOnly = aboutPostgres.flatMap((file) => ['--exclude', file]);
     await runOnPostgres((url) => runVitest('postgres', counts, ['tests/integration', ...postgresOnly], { MCP_TEST_DATABASE: 'postgres', TEST_DATABASE_URL: url }));
     // The protocol of both eras and the SQLite storage again, on Node 24: there SQLite goes through another
     // build of better-sqlite3 (db/sqlite.ts). The servers the tests start run on the same Node, and so does
@@ -369,7 +369,7 @@ if (process.argv.includes('--check-reports')) {
     if (!node24) {
       fail(1, `npm ci --prefix tests/node24 failed or ran past ${timeLimitsMs.install / 60_000} minutes: the Node 24 pass needs the npm registry the first time.`);
     } else {
-      const onNode24 = ['tests/integration/protocol.test.ts', 'tests/integration/transport.test.ts', 'tests/integration/modern.test.ts', 'tests/integration/storage.test.ts'];
+      const onNode24 = ['tests/integration/protocol.test.ts', 'tests/integration/transport.test.ts', 'tests/integration/modern.test.ts', 'tests/integration/long-calls.test.ts', 'tests/integration/storage.test.ts'];
       runVitest('node24', counts, onNode24, { PATH: `${path.dirname(node24)}${path.delimiter}${process.env.PATH}` }, node24);
     }
     runPlaywright(counts);

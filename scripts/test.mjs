@@ -30,6 +30,8 @@ const testsDir = option('--tests') ?? path.join(root, 'tests');
 const bin = (name) => path.join(root, 'node_modules', '.bin', name);
 const env = { ...process.env, NEXT_TELEMETRY_DISABLED: '1' };
 const totals = { passed: 0, failed: 0 };
+/** The tests that failed, a line each, printed again just above the summary so the tail of a log names them. */
+const failures = [];
 
 /** Each pass and the report it leaves; tests/counts.json has one list of files per pass. */
 const reports = {
@@ -65,6 +67,8 @@ function readJson(file) {
     return null;
   }
 }
+
+const firstLine = (text) => (text ?? 'no message').trim().split('\n')[0].slice(0, 300);
 
 const relative = (file) => path.relative(root, file).split(path.sep).join('/');
 
@@ -172,6 +176,10 @@ function accountVitest(pass, report, counts) {
     const notPassed = tests.length - filePassed;
     totals.passed += filePassed;
     totals.failed += file.status === 'failed' ? Math.max(1, notPassed) : notPassed;
+    for (const test of tests.filter((test) => test.status === 'failed')) {
+      failures.push(`${relative(file.name)} (${pass}) › ${test.fullName}: ${firstLine(test.failureMessages?.[0])}`);
+    }
+    if (file.status === 'failed' && tests.length === 0) failures.push(`${relative(file.name)} (${pass}): ${firstLine(file.message)}`);
     if (notPassed > 0 && tests.every((test) => test.status !== 'failed')) {
       console.error(`${relative(file.name)}: ${notPassed} test(s) did not run${file.message ? ` (${file.message.split('\n')[0]})` : ''}`);
     }
@@ -290,13 +298,17 @@ function accountPlaywright(report, counts) {
   // A skipped test did not run: a crash in a beforeAll skips the rest of its file.
   totals.failed += stats.unexpected + stats.skipped;
   if (stats.skipped > 0) console.error(`playwright: ${stats.skipped} test(s) did not run`);
-  const visit = (suite) => {
+  const visit = (suite, titles = []) => {
     for (const spec of suite.specs ?? []) {
       for (const test of spec.tests) {
+        if (test.status === 'unexpected') {
+          const error = test.results?.at(-1)?.error?.message;
+          failures.push(`${relative(path.resolve(report.config.rootDir, spec.file))}:${spec.line} (playwright) › ${[...titles, spec.title].join(' › ')}: ${firstLine(error)}`);
+        }
         if (test.expectedStatus === 'failed') fail(1, `${relative(path.resolve(report.config.rootDir, spec.file))}:${spec.line} (${spec.title}): marked test.fail, so it passes when it fails; make it an ordinary test.`);
       }
     }
-    for (const child of suite.suites ?? []) visit(child);
+    for (const child of suite.suites ?? []) visit(child, suite.file === suite.title ? titles : [...titles, suite.title]);
   };
   for (const suite of report.suites) visit(suite);
   checkCounts('playwright', playwrightFileCounts(report), counts);
@@ -375,5 +387,6 @@ if (process.argv.includes('--check-reports')) {
     runPlaywright(counts);
   }
 }
+if (failures.length > 0) console.log(`\nFailed:\n${failures.map((line) => `  ${line}`).join('\n')}`);
 console.log(`\n${totals.passed} passed, ${totals.failed} failed`);
 process.exit(totals.failed > 0 ? 1 : 0);

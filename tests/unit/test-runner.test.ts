@@ -24,13 +24,13 @@ describe('always', () => {
 });
 `;
 
-function runFixtureSuite(extraEnv: Record<string, string> = {}) {
+function runFixtureSuite(extraEnv: Record<string, string> = {}, expectedStatus = 0) {
   const result = spawnSync(
     path.join(root, 'node_modules', '.bin', 'vitest'),
     ['run', '--root', sources, '--config', path.join(fixture, 'vitest.config.mjs'), '--reporter=json', `--outputFile.json=${path.join(results, 'vitest-all.json')}`],
     { cwd: root, env: { ...process.env, ...extraEnv }, encoding: 'utf8' },
   );
-  expect(result.status, result.stderr).toBe(0);
+  expect(result.status, result.stderr).toBe(expectedStatus);
 }
 
 function runner(...args: string[]) {
@@ -86,6 +86,19 @@ describe('scripts/test.mjs and tests/counts.json', () => {
     expect(checked.output).toContain(`${fileKey('conditional.test.ts')} (all): did not run; tests/counts.json lists 3 tests for it.`);
     expect(checked.status).toBe(1);
     fs.renameSync(path.join(sources, 'renamed.test.ts'), path.join(sources, 'conditional.test.ts'));
+  });
+
+  it('names each failed test, with its pass and the first line of its error, just above the summary', () => {
+    fs.writeFileSync(path.join(sources, 'conditional.test.ts'), conditionalSuite.replace('expect(2).toBe(2)', 'expect(2, "two is two").toBe(22)'));
+    runFixtureSuite({}, 1);
+    const checked = runner('--check-reports');
+    const lines = checked.output.trim().split('\n');
+    const named = lines.findIndex((line) => line.includes(`${fileKey('conditional.test.ts')} (all) › always two: AssertionError: two is two: expected 2 to be 22`));
+    expect(named, checked.output).toBeGreaterThan(lines.indexOf('Failed:'));
+    expect(lines.indexOf('Failed:')).toBeGreaterThan(-1);
+    expect(checked.summary).toBe('2 passed, 1 failed');
+    expect(checked.status).toBe(1);
+    fs.writeFileSync(path.join(sources, 'conditional.test.ts'), conditionalSuite);
   });
 
   it('fails an expected failure, which would pass when its test fails', () => {

@@ -27,6 +27,10 @@ export interface QueryContext {
   db: Db;
   t: Tables;
   dialect: Dialect;
+  /** The store's own connection (SQLite) or pool (PostgreSQL), which statements are prepared on once. */
+  root: Db;
+  /** PostgreSQL inside a transaction: the pooled connection the transaction runs on. */
+  client?: unknown;
 }
 
 /** Anything that returns rows: a query builder or a prepared statement, with placeholder values. */
@@ -90,6 +94,8 @@ export interface QueryOptions {
    * and then write on what they read.
    */
   transaction?: 'deferred' | 'immediate';
+  /** On PostgreSQL the program runs one statement, whose own commit is enough: no BEGIN and COMMIT around it. */
+  oneStatementOnPostgres?: boolean;
 }
 
 /** Makes a program into an async query function (and keeps the program for composition). */
@@ -97,7 +103,7 @@ export function defineQuery<A extends unknown[], R>(program: (q: QueryContext, .
   const run = (...args: A): Promise<R> => {
     const store = getStore();
     if (store.dialect === 'sqlite') return runSqliteWaitingForLock(store, (q) => program(q, ...args), options.transaction);
-    return runPostgres(store, (q) => program(q, ...args), options.transaction);
+    return runPostgres(store, (q) => program(q, ...args), options.oneStatementOnPostgres ? undefined : options.transaction);
   };
   return Object.assign(run, { program });
 }
@@ -201,7 +207,7 @@ function totalChanges(store: SqliteStore): number {
 function runSqlite<R>(store: SqliteStore, make: (q: QueryContext) => Program<R>, transaction?: 'deferred' | 'immediate'): R {
   let q = sqliteContexts.get(store.db);
   if (!q) {
-    q = { db: store.db, t: store.tables, dialect: 'sqlite' };
+    q = { db: store.db, t: store.tables, dialect: 'sqlite', root: store.db };
     sqliteContexts.set(store.db, q);
   }
   const context = q;
@@ -242,8 +248,11 @@ function executeSqlite(step: Step): unknown {
 
 async function runPostgres<R>(store: PostgresStore, make: (q: QueryContext) => Program<R>, transaction?: 'deferred' | 'immediate'): Promise<R> {
   if (!store.migrated) await postgresReady(store);
-  if (!transaction) return driveAsync(make({ db: store.db, t: store.tables, dialect: 'pg' }));
-  return store.db.transaction(async (tx) => driveAsync(make({ db: tx as unknown as Db, t: store.tables, dialect: 'pg' })) as never) as unknown as Promise<R>;
+  if (!transaction) return driveAsync(make({ db: store.db, t: store.tables, dialect: 'pg', root: store.db }));
+  return store.db.transaction(async (tx) => {
+    const client = (tx as unknown as { session: { client: unknown } }).session.client;
+    return driveAsync(make({ db: tx as unknown as Db, t: store.tables, dialect: 'pg', root: store.db, client })) as never;
+  }) as unknown as Promise<R>;
 }
 
 async function driveAsync<R>(program: Program<R>): Promise<R> {
@@ -275,23 +284,28 @@ async function executePostgres(step: Step): Promise<unknown> {
 }
 
 /**
- * A statement built once per connection, for the statements every request runs: building a drizzle
- * query costs more than running it. On SQLite it is prepared; on PostgreSQL it is built per call on the
- * program's connection (a transaction's statements must run on its connection). Parameters are
- * `sql.placeholder(name)`s.
+ * A statement built once per store, for the statements every request runs: building a drizzle query
+ * costs more than running it. Parameters are `sql.placeholder(name)`s. On SQLite it is prepared on the
+ * connection. On PostgreSQL it is a named statement, which each pooled connection parses and plans once
+ * (the server keeps it per connection); inside a transaction it runs on the transaction's connection.
  */
 export function preparedQuery<T>(build: (q: QueryContext) => T): (q: QueryContext) => T {
-  const byConnection = new WeakMap<Db, T>();
+  const byStore = new WeakMap<Db, T>();
+  const name = `mcp_q${(statementNames += 1)}`;
   return (q) => {
-    if (q.dialect === 'pg') return build(q);
-    let query = byConnection.get(q.db);
+    let query = byStore.get(q.root);
     if (query === undefined) {
-      query = (build(q) as { prepare(): T }).prepare();
-      byConnection.set(q.db, query);
+      const built = build({ ...q, db: q.root, client: undefined }) as { prepare(name?: string): T };
+      query = q.dialect === 'pg' ? built.prepare(name) : built.prepare();
+      byStore.set(q.root, query);
     }
-    return query;
+    // drizzle's node-postgres statement runs on its `client` (the pool it was prepared on): a transaction's
+    // statements must run on the transaction's connection, so they get a view of it with that client.
+    return q.client === undefined ? query : (Object.create(query as object, { client: { value: q.client } }) as T);
   };
 }
+
+let statementNames = 0;
 
 /** The larger of two values, in the program's SQL dialect. */
 export function greatest(q: QueryContext, a: unknown, b: unknown): SQL {

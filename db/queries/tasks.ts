@@ -1,6 +1,6 @@
 import { and, asc, count, desc, eq, getTableColumns, gt, inArray, isNotNull, isNull, like, lte, or, sql } from 'drizzle-orm';
 import { rowCache } from '../cache';
-import { changes, defineQuery, first, greatest, lock, preparedQuery, rows, type Program, type QueryContext } from '../run';
+import { changes, defineQuery, first, greatest, preparedQuery, rows, selected, type Program, type QueryContext } from '../run';
 import type { taskEvents, tasks, TaskStatus } from '../schema';
 import { endEventOf, eventTask, notify } from './notifications';
 
@@ -65,15 +65,16 @@ export type TaskLimitRefusal = { refused: 'active' | 'stored'; count: number };
 /**
  * Inserts a task and its first event in one transaction, unless the user is at a limit (checked in
  * the same transaction, under a lock per user, so that two creations cannot both take the last
- * place): once this resolves with a task, it is durable.
+ * place): once this resolves with a task, it is durable. On PostgreSQL all of it is one statement
+ * (`mcp_create_task`, drizzle-pg/0013_task_counts.sql), which reads the stored count from a row its
+ * triggers keep.
  */
 export const insertTaskWithinLimits = defineQuery(
   function* (q, row: NewTaskRow, actor: string, limits: { maxActive: number; maxStored: number }): Program<{ task: TaskRow } | TaskLimitRefusal> {
-    yield* lock(q, `task-limits:${row.userId}`);
+    if (q.dialect === 'pg') return yield* createTaskOnPostgres(q, row, actor, limits);
     const active = (yield* first(countActiveByUser(q), { userId: row.userId }))?.n ?? 0;
     if (active >= limits.maxActive) return { refused: 'active', count: active };
-    // Instances sharing PostgreSQL each insert: there the count is read every time, under the lock.
-    let stored = q.dialect === 'sqlite' ? storedCounts.peek(row.userId) : undefined;
+    let stored = storedCounts.peek(row.userId);
     if (stored === undefined) {
       const stamp = storedCounts.stamp();
       stored = (yield* first(storedByUserUpTo(q), { userId: row.userId, atMost: limits.maxStored }))?.n ?? 0;
@@ -85,8 +86,24 @@ export const insertTaskWithinLimits = defineQuery(
     storedCounts.update(row.userId, (n) => n + 1);
     return { task };
   },
-  { transaction: 'immediate' },
+  { transaction: 'immediate', oneStatementOnPostgres: true },
 );
+
+/** The columns a new task starts with besides those its creator gives. */
+const newTaskDefaults = { progress: null, progressTotal: null, progressMessage: null, partialOutput: null, result: null, error: null, attempt: 1, upstreamTaskId: null, upstreamSessionId: null };
+
+function* createTaskOnPostgres(q: QueryContext, row: NewTaskRow, actor: string, limits: { maxActive: number; maxStored: number }): Program<{ task: TaskRow } | TaskLimitRefusal> {
+  const columns = Object.entries(getTableColumns(q.t.tasks));
+  const full: Record<string, unknown> = { ...newTaskDefaults, ...row, lastUpdatedAt: row.createdAt };
+  const stored = Object.fromEntries(columns.map(([key, column]) => [column.name, full[key] === null || full[key] === undefined ? null : column.mapToDriverValue(full[key])]));
+  const [answer] = yield* selected<{ r: { task?: Record<string, unknown> } | TaskLimitRefusal }>(
+    q,
+    sql`select mcp_create_task(${JSON.stringify(stored)}::jsonb, ${limits.maxActive}::integer, ${Math.min(limits.maxStored, 2 ** 31 - 1)}::integer, ${actor}) as r`,
+  );
+  if ('refused' in answer.r) return answer.r;
+  const created = answer.r.task!;
+  return { task: Object.fromEntries(columns.map(([key, column]) => [key, created[column.name] === null ? null : column.mapFromDriverValue(created[column.name])])) as TaskRow };
+}
 
 const selectTaskByIdForUser = preparedQuery((q) =>
   q.db

@@ -35,7 +35,7 @@ export function openDatabase(databasePath: string): Db {
   if (databasePath !== ':memory:') createPrivateFile(databasePath);
   const sqlite = new Database(databasePath);
   sqlite.pragma('journal_mode = WAL');
-  sqlite.pragma('synchronous = NORMAL');
+  sqlite.pragma(`synchronous = ${getEnv().SQLITE_SYNCHRONOUS === 'full' ? 'FULL' : 'NORMAL'}`);
   sqlite.pragma('foreign_keys = ON');
   // Opening waits for another process's write lock (nothing is served yet).
   sqlite.pragma('busy_timeout = 5000');

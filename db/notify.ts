@@ -78,9 +78,31 @@ export function subscribeNotifications(store: Extract<Store, { dialect: 'pg' }>,
   return () => current.subscribers.delete(subscriber);
 }
 
-export async function notify(store: Extract<Store, { dialect: 'pg' }>, payload: string): Promise<void> {
-  await store.pool.query('SELECT pg_notify($1, $2)', [NOTIFY_CHANNEL, payload]);
+/**
+ * Sends a notification. Those sent in the same turn of the event loop go in one statement, in the order
+ * they were sent (a creation and an ending under load are many at once): each resolves once it is sent.
+ */
+export function notify(store: Extract<Store, { dialect: 'pg' }>, payload: string): Promise<void> {
+  let batch = notifyBatches.get(store);
+  if (!batch) {
+    const started: NotifyBatch = { payloads: [], sent: Promise.resolve() };
+    started.sent = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+      notifyBatches.delete(store);
+      await store.pool.query('SELECT pg_notify($1, payload) FROM unnest($2::text[]) WITH ORDINALITY AS sent (payload, position) ORDER BY position', [NOTIFY_CHANNEL, started.payloads]);
+    });
+    notifyBatches.set(store, started);
+    batch = started;
+  }
+  batch.payloads.push(payload);
+  return batch.sent;
 }
+
+interface NotifyBatch {
+  payloads: string[];
+  sent: Promise<void>;
+}
+
+const notifyBatches = new WeakMap<Extract<Store, { dialect: 'pg' }>, NotifyBatch>();
 
 /**
  * Notifies with a payload that points to a message kept in `relayed_messages` (a tool's log line, its

@@ -1,5 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type Database from 'better-sqlite3';
+import type pg from 'pg';
 import { getEnv } from '@/lib/env';
 import { getStore, postgresReady, type Db, type Dialect, type Store, type Tables } from './client';
 import { DatabaseFileGone, isSqliteBusy } from './errors';
@@ -102,7 +103,11 @@ export interface QueryOptions {
 export function defineQuery<A extends unknown[], R>(program: (q: QueryContext, ...args: A) => Program<R>, options: QueryOptions = {}): Query<A, R> {
   const run = (...args: A): Promise<R> => {
     const store = getStore();
-    if (store.dialect === 'sqlite') return runSqliteWaitingForLock(store, (q) => program(q, ...args), options.transaction);
+    if (store.dialect === 'sqlite') {
+      const make = (q: QueryContext) => program(q, ...args);
+      if (options.transaction && getEnv().SQLITE_GROUP_COMMIT && !store.sqlite.inTransaction) return joinCommitGroup(store, make);
+      return runSqliteWaitingForLock(store, make, options.transaction);
+    }
     return runPostgres(store, (q) => program(q, ...args), options.oneStatementOnPostgres ? undefined : options.transaction);
   };
   return Object.assign(run, { program });
@@ -193,6 +198,90 @@ async function watchLock(sqlite: Database.Database, watching: { until: number })
   }
 }
 
+/**
+ * Group commit. A write transaction asked for while others wait for the same turn of the event loop runs
+ * with them in one SQLite transaction, each inside a savepoint of its own: one that throws is rolled back
+ * alone and rejects, the others go on. Then one COMMIT, and only after it is each one resolved, so a write
+ * is acknowledged only once it is as durable as SQLITE_SYNCHRONOUS makes a commit; a COMMIT that fails
+ * rejects them all, having kept none. Under load many writes share a commit's work (the pages every write
+ * touches, such as an index's last leaf, are written once per group instead of once per write, and with
+ * SQLITE_SYNCHRONOUS=full one flush to disk serves them all); a lone write waits for one turn of the event
+ * loop. Reads do not wait: they run at once, as before.
+ */
+interface GroupedWrite {
+  make: (q: QueryContext) => Program<unknown>;
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+}
+
+const commitGroups = new WeakMap<Database.Database, GroupedWrite[]>();
+
+function joinCommitGroup<R>(store: SqliteStore, make: (q: QueryContext) => Program<R>): Promise<R> {
+  return new Promise<R>((resolve, reject) => {
+    let group = commitGroups.get(store.sqlite);
+    if (!group) {
+      const started: GroupedWrite[] = [];
+      group = started;
+      commitGroups.set(store.sqlite, started);
+      setImmediate(() => {
+        commitGroups.delete(store.sqlite);
+        try {
+          commitGroup(store, started);
+        } catch (error) {
+          // The lock could not be taken for a reason other than another's hold (the connection closed).
+          for (const write of started) write.reject(fileGoneOr(store, error));
+        }
+      });
+    }
+    group.push({ make, resolve: resolve as (value: unknown) => void, reject });
+  });
+}
+
+function commitGroup(store: SqliteStore, group: GroupedWrite[]): void {
+  const { sqlite } = store;
+  // One write alone, or the lock held elsewhere (another process, a transaction still open here): each goes
+  // its own way, which waits for the lock as a lone write does.
+  if (group.length === 1 || sqlite.inTransaction || !beganImmediate(store)) {
+    for (const write of group) runSqliteWaitingForLock(store, write.make, 'immediate').then(write.resolve, write.reject);
+    return;
+  }
+  const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
+  try {
+    for (const write of group) {
+      sqlite.exec('SAVEPOINT grouped_write');
+      try {
+        outcomes.push({ ok: true, value: runSqlite(store, write.make) });
+        sqlite.exec('RELEASE grouped_write');
+      } catch (error) {
+        sqlite.exec('ROLLBACK TO grouped_write; RELEASE grouped_write');
+        outcomes.push({ ok: false, error });
+      }
+    }
+    sqlite.exec('COMMIT');
+  } catch (error) {
+    if (sqlite.inTransaction) sqlite.exec('ROLLBACK');
+    const failure = fileGoneOr(store, error);
+    for (const write of group) write.reject(failure);
+    return;
+  }
+  group.forEach((write, index) => {
+    const outcome = outcomes[index];
+    if (outcome.ok) write.resolve(outcome.value);
+    else write.reject(outcome.error);
+  });
+}
+
+/** Takes the write lock for a group; false when another process holds it. */
+function beganImmediate(store: SqliteStore): boolean {
+  try {
+    store.sqlite.exec('BEGIN IMMEDIATE');
+    return true;
+  } catch (error) {
+    if (isSqliteBusy(error)) return false;
+    throw error;
+  }
+}
+
 const totalChangesStatements = new WeakMap<Database.Database, Database.Statement>();
 
 function totalChanges(store: SqliteStore): number {
@@ -216,10 +305,15 @@ function runSqlite<R>(store: SqliteStore, make: (q: QueryContext) => Program<R>,
     // Nested (a query called while another's transaction is open) becomes a savepoint.
     return transaction ? store.sqlite.transaction(drive)[transaction]() : drive();
   } catch (error) {
-    const code = (error as { code?: unknown }).code;
-    if (store.fileGone && typeof code === 'string' && code.startsWith('SQLITE_READONLY')) throw new DatabaseFileGone('the database file is gone', { cause: error });
-    throw error;
+    throw fileGoneOr(store, error);
   }
+}
+
+/** A write refused because the database file is gone reads as such; any other error as it is. */
+function fileGoneOr(store: SqliteStore, error: unknown): unknown {
+  const code = (error as { code?: unknown }).code;
+  if (store.fileGone && typeof code === 'string' && code.startsWith('SQLITE_READONLY')) return new DatabaseFileGone('the database file is gone', { cause: error });
+  return error;
 }
 
 function driveSync<R>(program: Program<R>): R {
@@ -306,6 +400,19 @@ export function preparedQuery<T>(build: (q: QueryContext) => T): (q: QueryContex
 }
 
 let statementNames = 0;
+
+/**
+ * A statement written in PostgreSQL's own SQL (`$1`, `$2`… for its values), named so that each pooled
+ * connection parses and plans it once, run on the program's connection: the rows as PostgreSQL sends
+ * them (column names as in the database, bigint as text).
+ */
+export function postgresStatement<T>(text: string): (q: QueryContext, values: unknown[]) => Program<T[]> {
+  const name = `mcp_q${(statementNames += 1)}`;
+  return function* (q, values) {
+    const client = (q.client ?? (q.root as unknown as { $client: pg.Pool }).$client) as pg.Pool;
+    return ((yield { kind: 'rows', query: { execute: () => client.query({ name, text, values }) } }) as { rows: T[] }).rows;
+  };
+}
 
 /** The larger of two values, in the program's SQL dialect. */
 export function greatest(q: QueryContext, a: unknown, b: unknown): SQL {

@@ -24,6 +24,10 @@ const envSchema = z
     DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(100).default(10),
     // How long a write waits (without blocking anything else) for SQLite's write lock held by another process.
     DATABASE_BUSY_TIMEOUT_MS: z.coerce.number().int().min(0).max(120_000).default(5_000),
+    // SQLite: writes that arrive together commit together (one commit, each acknowledged after it), and when a
+    // commit is flushed to disk: "normal" survives the process being killed, "full" also power loss.
+    SQLITE_GROUP_COMMIT: flag('true'),
+    SQLITE_SYNCHRONOUS: z.enum(['normal', 'full']).default('normal'),
     // Free space on the database's disk (SQLite): below the first the server will not start; below the second it warns.
     STORAGE_MIN_FREE_MB: z.coerce.number().nonnegative().default(8),
     STORAGE_WARN_FREE_MB: z.coerce.number().nonnegative().default(256),

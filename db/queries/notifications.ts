@@ -1,5 +1,5 @@
 import { and, asc, desc, eq, gt, inArray, isNotNull, isNull, lt, lte, max, ne, notInArray, or, sql, type SQL } from 'drizzle-orm';
-import { changes, defineQuery, first, lock, rows, type Program, type QueryContext } from '../run';
+import { changes, defineQuery, first, lock, preparedQuery, rows, type Program, type QueryContext } from '../run';
 import type { notificationAttempts, notificationEvents, NotificationEventType, notificationPreferences, notificationTargets, TaskStatus } from '../schema';
 import type { TaskRow } from './tasks';
 
@@ -406,15 +406,18 @@ export const deleteOldNotificationEvents = defineQuery(function* (q, before: num
  * the user has a target, or the operator has one for every user. A target starts after the newest
  * event, so an event nobody could be told of is not kept.
  */
-export function* notify(q: QueryContext, type: NotificationEventType, userId: string, payload: EventPayload, now = Date.now()): Program<void> {
+/** Whether anyone listens to a person's events: every task that ends asks. */
+const selectListeningTarget = preparedQuery((q) => {
   const { notificationTargets: targets } = q.t;
-  const listening = yield* first(
-    q.db
-      .select({ id: targets.id })
-      .from(targets)
-      .where(or(eq(targets.userId, userId), isNull(targets.userId)))
-      .limit(1),
-  );
+  return q.db
+    .select({ id: targets.id })
+    .from(targets)
+    .where(or(eq(targets.userId, sql.placeholder('userId')), isNull(targets.userId)))
+    .limit(1);
+});
+
+export function* notify(q: QueryContext, type: NotificationEventType, userId: string, payload: EventPayload, now = Date.now()): Program<void> {
+  const listening = yield* first(selectListeningTarget(q), { userId });
   if (!listening) return;
   // Events commit in the order of their ids (PostgreSQL hands ids out before commit): a reader that sees
   // one has seen every earlier one, so moving a cursor past what it read skips nothing still to come.

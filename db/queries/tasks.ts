@@ -1,6 +1,6 @@
-import { and, asc, count, desc, eq, getTableColumns, gt, inArray, isNotNull, isNull, like, lte, or, sql } from 'drizzle-orm';
+import { and, asc, count, desc, eq, getTableColumns, type Column, gt, inArray, isNotNull, isNull, like, lte, or, sql } from 'drizzle-orm';
 import { rowCache } from '../cache';
-import { changes, defineQuery, first, greatest, preparedQuery, rows, selected, type Program, type QueryContext } from '../run';
+import { changes, defineQuery, first, greatest, postgresStatement, preparedQuery, rows, type Program, type QueryContext } from '../run';
 import type { taskEvents, tasks, TaskStatus } from '../schema';
 import { endEventOf, eventTask, notify } from './notifications';
 
@@ -92,18 +92,39 @@ export const insertTaskWithinLimits = defineQuery(
 /** The columns a new task starts with besides those its creator gives. */
 const newTaskDefaults = { progress: null, progressTotal: null, progressMessage: null, partialOutput: null, result: null, error: null, attempt: 1, upstreamTaskId: null, upstreamSessionId: null };
 
-function* createTaskOnPostgres(q: QueryContext, row: NewTaskRow, actor: string, limits: { maxActive: number; maxStored: number }): Program<{ task: TaskRow } | TaskLimitRefusal> {
-  const columns = Object.entries(getTableColumns(q.t.tasks));
-  const full: Record<string, unknown> = { ...newTaskDefaults, ...row, lastUpdatedAt: row.createdAt };
-  const stored = Object.fromEntries(columns.map(([key, column]) => [column.name, full[key] === null || full[key] === undefined ? null : column.mapToDriverValue(full[key])]));
-  const [answer] = yield* selected<{ r: { task?: Record<string, unknown> } | TaskLimitRefusal }>(
-    q,
-    sql`select mcp_create_task(${JSON.stringify(stored)}::jsonb, ${limits.maxActive}::integer, ${Math.min(limits.maxStored, 2 ** 31 - 1)}::integer, ${actor}) as r`,
-  );
-  if ('refused' in answer.r) return answer.r;
-  const created = answer.r.task!;
-  return { task: Object.fromEntries(columns.map(([key, column]) => [key, created[column.name] === null ? null : column.mapFromDriverValue(created[column.name])])) as TaskRow };
+/** The tasks table's columns as [property, column] pairs, listed once. */
+const taskColumnsOf = (() => {
+  const listed = new WeakMap<QueryContext['t'], Array<[string, Column]>>();
+  return (q: QueryContext) => {
+    let columns = listed.get(q.t);
+    if (!columns) {
+      columns = Object.entries(getTableColumns(q.t.tasks));
+      listed.set(q.t, columns);
+    }
+    return columns;
+  };
+})();
+
+/** A task row as PostgreSQL gives it (its column names, bigint as text or a JSON number) as drizzle would map it. */
+function taskFromPostgres(q: QueryContext, raw: Record<string, unknown>): TaskRow {
+  const task: Record<string, unknown> = {};
+  for (const [key, column] of taskColumnsOf(q)) {
+    const value = raw[column.name];
+    task[key] = value === null || value === undefined ? null : column.mapFromDriverValue(value);
+  }
+  return task as TaskRow;
 }
+
+function* createTaskOnPostgres(q: QueryContext, row: NewTaskRow, actor: string, limits: { maxActive: number; maxStored: number }): Program<{ task: TaskRow } | TaskLimitRefusal> {
+  const full: Record<string, unknown> = { ...newTaskDefaults, ...row, lastUpdatedAt: row.createdAt };
+  const stored: Record<string, unknown> = {};
+  for (const [key, column] of taskColumnsOf(q)) stored[column.name] = full[key] === null || full[key] === undefined ? null : column.mapToDriverValue(full[key]);
+  const [answer] = yield* createOnPostgres(q, [JSON.stringify(stored), limits.maxActive, Math.min(limits.maxStored, 2 ** 31 - 1), actor]);
+  if ('refused' in answer.r) return answer.r;
+  return { task: taskFromPostgres(q, answer.r.task!) };
+}
+
+const createOnPostgres = postgresStatement<{ r: { task?: Record<string, unknown> } | TaskLimitRefusal }>('SELECT mcp_create_task(cast($1 AS jsonb), cast($2 AS integer), cast($3 AS integer), $4) AS r');
 
 const selectTaskByIdForUser = preparedQuery((q) =>
   q.db
@@ -202,33 +223,53 @@ export const listTasksByUserId = defineQuery(function* (
 const nextUpdatedAt = (q: QueryContext, now: unknown) => greatest(q, now, sql`${q.t.tasks.lastUpdatedAt} + 1`);
 
 /**
- * The statuses a transition may start from, given as a JSON array. On PostgreSQL an array, not an IN
- * (subquery): when a concurrent transaction changed the row first, PostgreSQL re-checks the condition on
- * the new row, and a semi-join re-checked that way matches nothing (a cancel racing a question failed).
+ * A transition's update on SQLite; `from` is a JSON array of statuses, a null result or error keeps the
+ * stored one, and a null `runner` sets no condition (otherwise only while that instance holds the task).
  */
-const statusIn = (q: QueryContext, from: ReturnType<typeof sql.placeholder>) =>
-  q.dialect === 'pg'
-    ? sql`${q.t.tasks.status} = any(array(select json_array_elements_text(cast(${from} as json))))`
-    : sql`${q.t.tasks.status} in (select value from json_each(${from}))`;
-
-/** A transition's update; `from` is a JSON array of statuses, and a null result or error keeps the stored one. */
 const updateTaskStatus = preparedQuery((q) =>
   q.db
     .update(q.t.tasks)
     .set({
       status: sql`${sql.placeholder('to')}`,
       statusMessage: sql`${sql.placeholder('statusMessage')}`,
-      lastUpdatedAt: nextUpdatedAt(q, q.dialect === 'pg' ? sql`cast(${sql.placeholder('now')} as bigint)` : sql.placeholder('now')),
+      lastUpdatedAt: nextUpdatedAt(q, sql.placeholder('now')),
       result: sql`coalesce(${sql.placeholder('result')}, ${q.t.tasks.result})`,
       error: sql`coalesce(${sql.placeholder('error')}, ${q.t.tasks.error})`,
     })
-    .where(and(eq(q.t.tasks.id, sql.placeholder('id')), statusIn(q, sql.placeholder('from')), heldBy(q, sql.placeholder('runner'))))
+    .where(
+      and(
+        eq(q.t.tasks.id, sql.placeholder('id')),
+        sql`${q.t.tasks.status} in (select value from json_each(${sql.placeholder('from')}))`,
+        sql`(${sql.placeholder('runner')} is null or ${q.t.tasks.runner} = ${sql.placeholder('runner')})`,
+      ),
+    )
     .returning(),
 );
 
-/** No condition when `runner` is null; otherwise only while that instance holds the task. */
-const heldBy = (q: QueryContext, runner: ReturnType<typeof sql.placeholder>) =>
-  q.dialect === 'pg' ? sql`(cast(${runner} as text) is null or ${q.t.tasks.runner} = cast(${runner} as text))` : sql`(${runner} is null or ${q.t.tasks.runner} = ${runner})`;
+/**
+ * A transition on PostgreSQL in one statement: the row locked as it is, updated when its status is one of
+ * `from` (a JSON array) and, given a runner, while that instance holds it, and the event with the status
+ * it had before. `from` is matched as an array, not an IN (subquery): when a concurrent transaction
+ * changed the row first, PostgreSQL re-checks the condition on the new row, and a semi-join re-checked
+ * that way matches nothing (a cancel racing a question failed).
+ */
+const transitionOnPostgres = postgresStatement<Record<string, unknown>>(`
+  WITH old AS (SELECT id, status FROM tasks WHERE id = $1 FOR UPDATE),
+  updated AS (
+    UPDATE tasks AS t
+    SET status = $2, status_message = $3, last_updated_at = greatest(cast($4 AS bigint), t.last_updated_at + 1),
+        result = coalesce($5, t.result), error = coalesce($6, t.error)
+    FROM old
+    WHERE t.id = old.id
+      AND t.status = any(array(SELECT json_array_elements_text(cast($7 AS json))))
+      AND (cast($8 AS text) IS NULL OR t.runner = cast($8 AS text))
+    RETURNING t.*
+  ),
+  event AS (
+    INSERT INTO task_events (task_id, at, from_status, to_status, status_message, actor)
+    SELECT updated.id, cast($4 AS bigint), old.status, $2, $3, $9 FROM updated JOIN old ON old.id = updated.id
+  )
+  SELECT * FROM updated`);
 
 /**
  * Moves a task between states only when it is in one of `from`: the database decides every race.
@@ -250,19 +291,27 @@ export const transitionTask = defineQuery(
     },
   ): Program<TaskRow | undefined> {
     const now = Date.now();
-    const before = yield* first(selectStatusById(q), { id });
-    const [updated] = yield* rows(updateTaskStatus(q), {
-      id,
-      from: JSON.stringify(change.from),
-      to: change.to,
-      statusMessage: change.statusMessage,
-      now,
-      result: jsonOrNull(change.result),
-      error: jsonOrNull(change.error),
-      runner: change.runner ?? null,
-    });
-    if (!updated) return undefined;
-    yield* changes(insertTaskEvent(q), { taskId: id, at: now, fromStatus: before?.status ?? null, toStatus: change.to, statusMessage: change.statusMessage, actor: change.actor });
+    let updated: TaskRow | undefined;
+    if (q.dialect === 'pg') {
+      const values = [id, change.to, change.statusMessage, now, jsonOrNull(change.result), jsonOrNull(change.error), JSON.stringify(change.from), change.runner ?? null, change.actor];
+      const [raw] = yield* transitionOnPostgres(q, values);
+      if (!raw) return undefined;
+      updated = taskFromPostgres(q, raw);
+    } else {
+      const before = yield* first(selectStatusById(q), { id });
+      [updated] = yield* rows(updateTaskStatus(q), {
+        id,
+        from: JSON.stringify(change.from),
+        to: change.to,
+        statusMessage: change.statusMessage,
+        now,
+        result: jsonOrNull(change.result),
+        error: jsonOrNull(change.error),
+        runner: change.runner ?? null,
+      });
+      if (!updated) return undefined;
+      yield* changes(insertTaskEvent(q), { taskId: id, at: now, fromStatus: before?.status ?? null, toStatus: change.to, statusMessage: change.statusMessage, actor: change.actor });
+    }
     const told = endEventOf(change.to);
     if (told) yield* notify(q, told, updated.userId, { task: eventTask(updated) }, now);
     return updated;

@@ -138,4 +138,11 @@ describe('configuration', () => {
     expect(parseEnv({ MCP_SERVERS_FILE: '' }).MCP_SERVERS_FILE).toBeUndefined();
     expect(parseEnv({ MCP_SERVERS_FILE: './servers.json' }).MCP_SERVERS_FILE).toBe('./servers.json');
   });
+
+  it('groups SQLite commits and flushes them as the normal setting does unless told otherwise, and refuses other words', () => {
+    expect(parseEnv({})).toMatchObject({ SQLITE_GROUP_COMMIT: true, SQLITE_SYNCHRONOUS: 'normal' });
+    expect(parseEnv({ SQLITE_GROUP_COMMIT: 'false', SQLITE_SYNCHRONOUS: 'full' })).toMatchObject({ SQLITE_GROUP_COMMIT: false, SQLITE_SYNCHRONOUS: 'full' });
+    expect(() => parseEnv({ SQLITE_SYNCHRONOUS: 'off' })).toThrow(/SQLITE_SYNCHRONOUS/);
+    expect(() => parseEnv({ SQLITE_GROUP_COMMIT: 'yes' })).toThrow(/SQLITE_GROUP_COMMIT/);
+  });
 });

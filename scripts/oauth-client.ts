@@ -12,7 +12,8 @@ import { readServerSecretForScript } from '@/lib/auth/secret';
 
 const usage = `Usage:
   npm run --silent oauth:client -- --name <name> --redirect-uri <url> [--redirect-uri <url>...] [--public]
-  npm run --silent oauth:client -- --delete <client id>`;
+  npm run --silent oauth:client -- --delete <client id>
+  (an id given out before ids began with letters may begin with "-": pass it as --delete=<client id>)`;
 
 function fail(message: string): never {
   console.error(message);

@@ -1,4 +1,5 @@
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { newClientId } from '@/lib/auth/oauth/client-id';
 import { loopbackRedirectAllowed } from '@/lib/auth/oauth/loopback';
 
 // The registration limit counts through db/limiter.ts, which asks the database which store to use:
@@ -62,5 +63,16 @@ describe('registration limits', () => {
     expect(await limiter.check(100, '192.0.2.2')).toBeNull();
     at(now + 60 * 60 * 1000);
     expect(await limiter.check(100, '192.0.2.1')).toBeNull();
+  });
+});
+
+describe('client ids', () => {
+  it('are 128 random bits that never begin with a dash, so a command line does not read one as an option', () => {
+    const ids = Array.from({ length: 2000 }, () => newClientId());
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const id of ids) {
+      expect(id).toMatch(/^[A-Za-z][A-Za-z0-9_-]{21,}$/);
+      expect(Buffer.from(id.slice(id.length - 22), 'base64url')).toHaveLength(16);
+    }
   });
 });

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { deleteOAuthClientAndGrants, upsertOAuthRecord } from '@/db/queries/oauth';
 import { hashClientSecret, hashOAuthId } from './adapter';
+import { newClientId } from './client-id';
 import { getOAuthProvider } from './provider';
 
 /**
@@ -12,7 +13,7 @@ export async function preregisterClient(input: { name: string; redirectUris: str
   clientSecret: string | null;
 }> {
   const provider = await getOAuthProvider();
-  const clientId = `client_${randomBytes(16).toString('base64url')}`;
+  const clientId = newClientId();
   const clientSecret = input.confidential ? randomBytes(32).toString('base64url') : null;
   const metadata = {
     client_id: clientId,

@@ -1,4 +1,4 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
 import type Provider from 'oidc-provider';
 import { deleteConsentsOfGrant, deleteExpiredOAuthRecords, getConsent } from '@/db/queries/oauth';
@@ -7,6 +7,7 @@ import { clientAddress } from '@/lib/auth/client-address';
 import { getServerSecret } from '@/lib/auth/secret';
 import { getEnv } from '@/lib/env';
 import { clientSecretMatches, SqliteAdapter } from './adapter';
+import { newClientId } from './client-id';
 import { loadSigningKeys } from './keys';
 import { loopbackRedirectAllowed } from './loopback';
 import { audienceOfResource, mcpResource, mcpScope, oauthRoutes } from './metadata';
@@ -134,7 +135,7 @@ async function createProvider(): Promise<Provider> {
           await refuseRegistrationOverLimits(ctx);
           return false;
         },
-        idFactory: () => randomBytes(16).toString('base64url'),
+        idFactory: newClientId,
       },
       revocation: { enabled: true },
       introspection: { enabled: false },

@@ -239,25 +239,27 @@ function joinCommitGroup<R>(store: SqliteStore, make: (q: QueryContext) => Progr
 
 function commitGroup(store: SqliteStore, group: GroupedWrite[]): void {
   const { sqlite } = store;
+  const control = groupControl(sqlite);
   // One write alone, or the lock held elsewhere (another process, a transaction still open here): each goes
   // its own way, which waits for the lock as a lone write does.
-  if (group.length === 1 || sqlite.inTransaction || !beganImmediate(store)) {
+  if (group.length === 1 || sqlite.inTransaction || !beganImmediate(control)) {
     for (const write of group) runSqliteWaitingForLock(store, write.make, 'immediate').then(write.resolve, write.reject);
     return;
   }
   const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
   try {
     for (const write of group) {
-      sqlite.exec('SAVEPOINT grouped_write');
+      control.savepoint.run();
       try {
         outcomes.push({ ok: true, value: runSqlite(store, write.make) });
-        sqlite.exec('RELEASE grouped_write');
+        control.release.run();
       } catch (error) {
-        sqlite.exec('ROLLBACK TO grouped_write; RELEASE grouped_write');
+        control.rollbackTo.run();
+        control.release.run();
         outcomes.push({ ok: false, error });
       }
     }
-    sqlite.exec('COMMIT');
+    control.commit.run();
   } catch (error) {
     if (sqlite.inTransaction) sqlite.exec('ROLLBACK');
     const failure = fileGoneOr(store, error);
@@ -271,10 +273,36 @@ function commitGroup(store: SqliteStore, group: GroupedWrite[]): void {
   });
 }
 
+/** The statements that frame a group, prepared once per connection. */
+interface GroupControl {
+  begin: Database.Statement;
+  savepoint: Database.Statement;
+  release: Database.Statement;
+  rollbackTo: Database.Statement;
+  commit: Database.Statement;
+}
+
+const groupControls = new WeakMap<Database.Database, GroupControl>();
+
+function groupControl(sqlite: Database.Database): GroupControl {
+  let control = groupControls.get(sqlite);
+  if (!control) {
+    control = {
+      begin: sqlite.prepare('BEGIN IMMEDIATE'),
+      savepoint: sqlite.prepare('SAVEPOINT grouped_write'),
+      release: sqlite.prepare('RELEASE grouped_write'),
+      rollbackTo: sqlite.prepare('ROLLBACK TO grouped_write'),
+      commit: sqlite.prepare('COMMIT'),
+    };
+    groupControls.set(sqlite, control);
+  }
+  return control;
+}
+
 /** Takes the write lock for a group; false when another process holds it. */
-function beganImmediate(store: SqliteStore): boolean {
+function beganImmediate(control: GroupControl): boolean {
   try {
-    store.sqlite.exec('BEGIN IMMEDIATE');
+    control.begin.run();
     return true;
   } catch (error) {
     if (isSqliteBusy(error)) return false;

@@ -30,7 +30,7 @@ import { measureNotifications } from './notify';
 import { measureStorage } from './storage';
 import { measureGateway } from './gateway';
 import { measurePostgres, postgresTables } from './postgres';
-import { measureThroughput, throughputConfig, type ThroughputRow } from './throughput';
+import { measureCommitSettings, measureThroughput, throughputConfig, type ThroughputRow } from './throughput';
 import { fmt, fmtInt, groupCpuSeconds, groupRssKib, markdownTable, mib, runPool, Samples, sleep } from './util';
 
 const config = {
@@ -282,6 +282,16 @@ async function main(): Promise<void> {
   if (!config.only || config.only === 'throughput') {
     rows = await measureThroughput(log);
     output.push(`## Throughput (${throughputConfig.connections} connections, ${throughputConfig.seconds} s per cell, autocannon)`, '', throughputTable(rows), '');
+    const settings = await measureCommitSettings(log);
+    output.push(
+      '### Creating a task under each commit setting (SQLite, npm start)',
+      '',
+      markdownTable(
+        ['setting', 'req/s', 'p50 / p99 ms', 'server CPU ms per creation'],
+        settings.map(({ setting, row }) => [setting, fmtInt(row.requestsPerSecond), `${row.p50} / ${row.p99}`, fmt((row.cpu.node / row.requests) * 1000, 2)]),
+      ),
+      '',
+    );
   }
   if (!config.only || config.only === 'postgres') {
     const results = await measurePostgres(log);

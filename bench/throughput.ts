@@ -190,3 +190,31 @@ export async function measureThroughput(log: (line: string) => void): Promise<Th
   }
   return rows;
 }
+
+/**
+ * Creating a task on this server (npm start, SQLite) under each commit setting: the group commit on and
+ * off, SQLite's `synchronous` normal and full (db/run.ts, README "Group commit").
+ */
+export async function measureCommitSettings(log: (line: string) => void): Promise<Array<{ setting: string; row: ThroughputRow }>> {
+  const settings: Array<[string, Record<string, string>]> = [
+    ['group commit on, synchronous normal (the default)', { SQLITE_GROUP_COMMIT: 'true', SQLITE_SYNCHRONOUS: 'normal' }],
+    ['group commit off, synchronous normal', { SQLITE_GROUP_COMMIT: 'false', SQLITE_SYNCHRONOUS: 'normal' }],
+    ['group commit on, synchronous full', { SQLITE_GROUP_COMMIT: 'true', SQLITE_SYNCHRONOUS: 'full' }],
+    ['group commit off, synchronous full', { SQLITE_GROUP_COMMIT: 'false', SQLITE_SYNCHRONOUS: 'full' }],
+  ];
+  const measured: Array<{ setting: string; row: ThroughputRow }> = [];
+  for (const [setting, env] of settings) {
+    const peer = await startOurs(env);
+    try {
+      const session = await openSession(peer);
+      const [, body] = (await scenarios(peer, session, false)).find(([scenario]) => scenario === 'create a task')!;
+      const row = await measureCell(peer, peer.name, 'create a task', { ...peer.headers, ...session }, body);
+      measured.push({ setting, row });
+      log(`create a task, ${setting}: ${row.requestsPerSecond.toFixed(0)} req/s, p99 ${row.p99} ms`);
+    } finally {
+      await peer.stop();
+    }
+  }
+  return measured;
+}
+

@@ -23,9 +23,12 @@ function newestMtime(entry) {
 
 const builtAt = fs.existsSync(outfile) ? fs.statSync(outfile).mtimeMs : 0;
 if (sources.some((entry) => newestMtime(path.join(root, entry)) > builtAt)) {
+  // Built beside it and renamed into place: instances started together from one checkout may each
+  // build, and none may load a file another is still writing.
+  const building = `${outfile}.${process.pid}.tmp`;
   await build({
     entryPoints: [path.join(root, 'server', 'main.ts')],
-    outfile,
+    outfile: building,
     bundle: true,
     platform: 'node',
     format: 'cjs',
@@ -34,6 +37,7 @@ if (sources.some((entry) => newestMtime(path.join(root, entry)) > builtAt)) {
     tsconfig: path.join(root, 'tsconfig.json'),
     logLevel: 'warning',
   });
+  fs.renameSync(building, outfile);
 }
 
 process.chdir(root);

@@ -2,7 +2,7 @@ import { and, asc, count, desc, eq, exists, gt, inArray, isNotNull, isNull, lt, 
 import { alias as pgAlias } from 'drizzle-orm/pg-core';
 import { alias as sqliteAlias } from 'drizzle-orm/sqlite-core';
 import { rowCache } from '../cache';
-import { changes, defineQuery, first, lock, preparedQuery, rows, type Program, type QueryContext } from '../run';
+import { changes, defineQuery, first, lock, postgresStatement, preparedQuery, rows, type Program, type QueryContext } from '../run';
 import type { mcpSessions } from '../schema';
 
 export type McpSession = typeof mcpSessions.$inferSelect;
@@ -173,20 +173,13 @@ export const endMcpSession = defineQuery(
   { transaction: 'immediate' },
 );
 
-/**
- * Queues a message for one of a live session's streams (null: its GET stream); the returned id is its
- * SSE event id, unique across all of the session's streams. Returns undefined when the session has
- * ended or does not exist.
- */
-const selectLiveSessionId = preparedQuery((q) => {
-  const query = q.db
+/** SQLite: whether the session has not ended (its write lock keeps an ending out until the message is in). */
+const selectLiveSessionId = preparedQuery((q) =>
+  q.db
     .select({ id: q.t.mcpSessions.id })
     .from(q.t.mcpSessions)
-    .where(and(eq(q.t.mcpSessions.id, sql.placeholder('id')), isNull(q.t.mcpSessions.endedAt)));
-  // PostgreSQL: hold the row until the message is in, so that a session ending meanwhile waits for it
-  // (and drops it) or is seen ended; SQLite's write lock already keeps the two apart.
-  return q.dialect === 'pg' ? (query as unknown as { for(strength: 'share'): typeof query }).for('share') : query;
-});
+    .where(and(eq(q.t.mcpSessions.id, sql.placeholder('id')), isNull(q.t.mcpSessions.endedAt))),
+);
 
 const insertSessionMessage = preparedQuery((q) =>
   q.db
@@ -200,14 +193,30 @@ const insertSessionMessage = preparedQuery((q) =>
     .returning({ id: q.t.sessionMessages.id }),
 );
 
+/**
+ * Queues a message for one of a live session's streams (null: its GET stream); the returned id is its
+ * SSE event id, unique across all of the session's streams. Returns undefined when the session has
+ * ended or does not exist.
+ */
 export const appendSessionMessage = defineQuery(
   function* (q, sessionId: string, message: Record<string, unknown>, stream: string | null = null): Program<number | undefined> {
+    if (q.dialect === 'pg') {
+      const [appended] = yield* appendToLiveSessionOnPostgres(q, [sessionId, stream, JSON.stringify(message), Date.now()]);
+      return appended ? Number(appended.id) : undefined;
+    }
     if (!(yield* first(selectLiveSessionId(q), { id: sessionId }))) return undefined;
     const [row] = yield* rows(insertSessionMessage(q), { sessionId, stream, message, createdAt: Date.now() });
     return row.id;
   },
-  { transaction: 'immediate' },
+  { transaction: 'immediate', oneStatementOnPostgres: true },
 );
+
+/** The same on PostgreSQL in one statement: the session's row held (FOR SHARE) while the message goes in. */
+const appendToLiveSessionOnPostgres = postgresStatement<{ id: string }>(`
+  WITH live AS (SELECT id FROM mcp_sessions WHERE id = $1 AND ended_at IS NULL FOR SHARE)
+  INSERT INTO session_messages (session_id, stream, message, created_at)
+  SELECT live.id, $2, $3, cast($4 AS bigint) FROM live
+  RETURNING id`);
 
 /** The id of the newest message on the session's GET stream, or 0: where a fresh GET stream starts. */
 export const getLastSessionMessageId = defineQuery(function* (q, sessionId: string): Program<number> {

@@ -401,11 +401,6 @@ export const deleteOldNotificationEvents = defineQuery(function* (q, before: num
   return yield* changes(q.db.delete(q.t.notificationEvents).where(lt(q.t.notificationEvents.createdAt, before)));
 });
 
-/**
- * Writes the event into the outbox, inside the caller's transaction, when someone is to be told of it:
- * the user has a target, or the operator has one for every user. A target starts after the newest
- * event, so an event nobody could be told of is not kept.
- */
 /** Whether anyone listens to a person's events: every task that ends asks. */
 const selectListeningTarget = preparedQuery((q) => {
   const { notificationTargets: targets } = q.t;
@@ -416,6 +411,11 @@ const selectListeningTarget = preparedQuery((q) => {
     .limit(1);
 });
 
+/**
+ * Writes the event into the outbox, inside the caller's transaction, when someone is to be told of it:
+ * the user has a target, or the operator has one for every user. A target starts after the newest
+ * event, so an event nobody could be told of is not kept.
+ */
 export function* notify(q: QueryContext, type: NotificationEventType, userId: string, payload: EventPayload, now = Date.now()): Program<void> {
   const listening = yield* first(selectListeningTarget(q), { userId });
   if (!listening) return;

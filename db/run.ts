@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { sql, type SQL } from 'drizzle-orm';
 import type Database from 'better-sqlite3';
 import type pg from 'pg';
@@ -413,12 +414,11 @@ async function executePostgres(step: Step): Promise<unknown> {
  */
 export function preparedQuery<T>(build: (q: QueryContext) => T): (q: QueryContext) => T {
   const byStore = new WeakMap<Db, T>();
-  const name = `mcp_q${(statementNames += 1)}`;
   return (q) => {
     let query = byStore.get(q.root);
     if (query === undefined) {
-      const built = build({ ...q, db: q.root, client: undefined }) as { prepare(name?: string): T };
-      query = q.dialect === 'pg' ? built.prepare(name) : built.prepare();
+      const built = build({ ...q, db: q.root, client: undefined }) as { prepare(name?: string): T; toSQL(): { sql: string } };
+      query = q.dialect === 'pg' ? built.prepare(statementName(built.toSQL().sql)) : built.prepare();
       byStore.set(q.root, query);
     }
     // drizzle's node-postgres statement runs on its `client` (the pool it was prepared on): a transaction's
@@ -427,7 +427,14 @@ export function preparedQuery<T>(build: (q: QueryContext) => T): (q: QueryContex
   };
 }
 
-let statementNames = 0;
+/**
+ * A named statement's name, from its text: every copy of this module in the process (the production
+ * server's bundle and the Next.js app's chunks share one pool) gives the same statement the same name,
+ * and different statements different ones, as PostgreSQL requires on a connection.
+ */
+function statementName(text: string): string {
+  return `mcp_${createHash('sha256').update(text).digest('base64url').slice(0, 24)}`;
+}
 
 /**
  * A statement written in PostgreSQL's own SQL (`$1`, `$2`… for its values), named so that each pooled
@@ -435,7 +442,7 @@ let statementNames = 0;
  * them (column names as in the database, bigint as text).
  */
 export function postgresStatement<T>(text: string): (q: QueryContext, values: unknown[]) => Program<T[]> {
-  const name = `mcp_q${(statementNames += 1)}`;
+  const name = statementName(text);
   return function* (q, values) {
     const client = (q.client ?? (q.root as unknown as { $client: pg.Pool }).$client) as pg.Pool;
     return ((yield { kind: 'rows', query: { execute: () => client.query({ name, text, values }) } }) as { rows: T[] }).rows;

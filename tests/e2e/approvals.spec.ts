@@ -90,13 +90,19 @@ test('a person denies a call on its task page, and the client gets an error resu
     await page.goto(`/tasks/${taskId}`);
     await expect(page.getByTestId('status-message')).toHaveText(`Waiting for a person to approve echo on everything in the dashboard: ${ownServer.url}/tasks/${taskId}`);
     await expect(page.getByRole('region', { name: 'Arguments of echo' })).toHaveText(JSON.stringify({ message: 'drop every table', force: true }, null, 2));
+    // The SDK client fetches tasks/result once its poll has seen the task wait for input; a task it first
+    // sees failed it reports as an error without asking for the result. Deny once the client is waiting.
+    await expect.poll(() => call.messages.some((message) => message.type === 'taskStatus' && message.task.status === 'input_required'), { timeout: 10_000 }).toBe(true);
     await page.getByRole('form', { name: 'Approve echo on everything?' }).getByRole('button', { name: 'Deny', exact: true }).click();
 
     const email = (await page.locator('header span[title]').getAttribute('title'))!;
+    const denied = [{ type: 'text', text: `Denied by ${email} in the dashboard: everything did not run echo.` }];
     const final = (await call.done).at(-1);
     expect(final.type).toBe('result');
     expect(final.result.isError).toBe(true);
-    expect(final.result.content).toEqual([{ type: 'text', text: `Denied by ${email} in the dashboard: everything did not run echo.` }]);
+    expect(final.result.content).toEqual(denied);
+    // A client that asks only now is given the same result.
+    expect((await sdk.client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema)).content).toEqual(denied);
     await expect(page.getByText(`Denied in the dashboard by ${email}`)).toBeVisible();
   } finally {
     await sdk.close();

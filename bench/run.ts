@@ -39,7 +39,8 @@ const config = {
   listTasks: 1_000_000,
   listSamples: 300,
   heavyTasks: Number(process.env.BENCH_HEAVY_TASKS ?? 10_000),
-  heavySeconds: 60,
+  /** Long enough that every waiter is open while its task still works (creating and opening take tens of seconds). */
+  heavySeconds: Number(process.env.BENCH_HEAVY_SECONDS ?? 120),
   waitersArrivingAtOnce: 256,
   watchdogMs: 20 * 60 * 1000,
   /** One part alone (`throughput`, `postgres`, `alone`, `heavy`, `notify`, `storage` or `gateway`), for measuring a change; all parts when unset. */

@@ -23,7 +23,7 @@
 import Database from '@/db/sqlite';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { RawMcp, SseReader } from '../tests/helpers/mcp';
+import { RawMcp, readRpcReply, SseReader } from '../tests/helpers/mcp';
 import { createToken, type TestServer } from '../tests/helpers/server';
 import { startOurs } from './peers';
 import { measureNotifications } from './notify';
@@ -216,12 +216,12 @@ async function heavyLoad(server: TestServer, token: string, pgid: number): Promi
     const client = clients[index % clients.length];
     try {
       // Each waiter's own id: ids are never reused within a session.
-      const response = await arriving.through(() => client.post({ jsonrpc: '2.0', id: index + 1, method: 'tasks/result', params: { taskId } }));
+      const id = index + 1;
+      const response = await arriving.through(() => client.post({ jsonrpc: '2.0', id, method: 'tasks/result', params: { taskId } }));
       opened += 1;
       // A task that has already ended is answered at once as JSON; one still working, on an event stream.
-      const streamed = response.headers.get('content-type')?.startsWith('text/event-stream');
-      if (!streamed) answeredAtOnce += 1;
-      const reply = streamed ? await new SseReader(response).nextMessage(config.heavySeconds * 1000 + 120_000) : await response.json();
+      if (!response.headers.get('content-type')?.startsWith('text/event-stream')) answeredAtOnce += 1;
+      const reply = await readRpcReply(response, id, config.heavySeconds * 1000 + 120_000);
       if (reply && 'result' in reply) answered += 1;
       else throw new Error(`no result: ${JSON.stringify(reply).slice(0, 200)}`);
     } catch (error) {

@@ -150,7 +150,7 @@ export class RawMcp {
   async request(method: string, params?: Record<string, unknown>, extraHeaders?: Record<string, string>): Promise<RpcReply> {
     const id = this.nextId++;
     const response = await this.post({ jsonrpc: '2.0', id, method, ...(params ? { params } : {}) }, extraHeaders);
-    return { status: response.status, headers: response.headers, body: await readReply(response, id) };
+    return { status: response.status, headers: response.headers, body: await readRpcReply(response, id) };
   }
 
   /** The result of a request that must succeed. */
@@ -181,12 +181,13 @@ export class RawMcp {
   }
 }
 
-async function readReply(response: Response, id: number): Promise<any> {
+/** A request's JSON-RPC reply: the JSON body, or the response at the end of its SSE stream (an error when the stream ends without one). */
+export async function readRpcReply(response: Response, id: number, timeoutMs = 60_000): Promise<any> {
   const type = response.headers.get('content-type') ?? '';
   if (type.startsWith('text/event-stream')) {
     const reader = new SseReader(response);
     for (;;) {
-      const message = await reader.nextMessage(60_000);
+      const message = await reader.nextMessage(timeoutMs);
       if (!message) throw new Error('SSE stream ended without a response');
       if (message.id === id && ('result' in message || 'error' in message)) {
         await reader.close();

@@ -41,8 +41,13 @@ export type RequestId = z.infer<typeof requestId>;
 
 /** The id of a value that is a JSON-RPC request; null for anything else (a batch, a notification, a response). */
 export function requestIdOf(value: unknown): RequestId | null {
-  const parsed = jsonRpcRequestSchema.safeParse(value);
-  return parsed.success ? parsed.data.id : null;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
+  try {
+    const incoming = classifyMessage(value);
+    return incoming.kind === 'request' ? incoming.message.id : null;
+  } catch {
+    return null;
+  }
 }
 
 export type IncomingMessage =
@@ -50,8 +55,19 @@ export type IncomingMessage =
   | { kind: 'notification'; message: JsonRpcNotification }
   | { kind: 'response'; message: JsonRpcResponse };
 
+/** Messages classified so far: the endpoint reads a request's id, its era's layer the whole message, with one validation. */
+const classifiedMessages = new WeakMap<object, IncomingMessage>();
+
 /** Classifies one parsed JSON value as a JSON-RPC message, or throws -32600 saying what is wrong. */
 export function classifyMessage(value: unknown): IncomingMessage {
+  const known = typeof value === 'object' && value !== null ? classifiedMessages.get(value) : undefined;
+  if (known) return known;
+  const incoming = classifyAnew(value);
+  classifiedMessages.set(value as object, incoming);
+  return incoming;
+}
+
+function classifyAnew(value: unknown): IncomingMessage {
   if (Array.isArray(value)) {
     throw new RpcError(ErrorCode.InvalidRequest, 'Invalid Request: batches are not supported; send one JSON-RPC message per POST');
   }

@@ -235,6 +235,25 @@ export async function advanceClock(server: TestServer, byMs: number): Promise<vo
   }
 }
 
+const heapAfterGcPreload = path.join(root, 'tests', 'helpers', 'heap-after-gc.cjs');
+
+/** The environment that starts a server `heapAfterGcKib` can read (see heap-after-gc.cjs); not with `shiftedClockEnv()`. */
+export function heapAfterGcEnv(): Record<string, string> {
+  return { NODE_OPTIONS: `--require ${heapAfterGcPreload}` };
+}
+
+/** The heap and external memory a server started with `heapAfterGcEnv()` still uses once all its garbage is collected, in KiB. */
+export async function heapAfterGcKib(server: TestServer): Promise<number> {
+  const reports = () => [...server.output().matchAll(/heap after gc (\d+) KiB\n/g)];
+  const before = reports().length;
+  process.kill(server.pid(), 'SIGUSR2');
+  for (let waited = 0; reports().length === before; waited += 1) {
+    if (waited > 400) throw new Error(`the server did not report its heap: ${server.output().slice(-500)}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  return Number(reports().at(-1)![1]);
+}
+
 /** Runs one of the project's command-line scripts (scripts/<name>.ts) against the server's database. */
 export function runScript(server: TestServer, script: string, args: string[]): { status: number | null; stdout: string; stderr: string } {
   const result = spawnSync(process.execPath, [tsxCli, `scripts/${script}.ts`, ...args], {

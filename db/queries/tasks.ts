@@ -1,7 +1,9 @@
-import { and, asc, count, desc, eq, getTableColumns, type Column, gt, inArray, isNotNull, isNull, like, lte, or, sql } from 'drizzle-orm';
+import { and, asc, count, desc, eq, getTableColumns, type Column, type Table, gt, inArray, isNotNull, isNull, like, lte, or, sql } from 'drizzle-orm';
 import { rowCache } from '../cache';
+import { getStore } from '../client';
 import { changes, defineQuery, first, greatest, postgresStatement, preparedQuery, rows, type Program, type QueryContext } from '../run';
 import type { taskEvents, tasks, TaskStatus } from '../schema';
+import type { TaskInputRow } from './inputs';
 import { endEventOf, eventTask, notify } from './notifications';
 
 export type TaskRow = typeof tasks.$inferSelect;
@@ -92,33 +94,35 @@ export const insertTaskWithinLimits = defineQuery(
 /** The columns a new task starts with besides those its creator gives. */
 const newTaskDefaults = { progress: null, progressTotal: null, progressMessage: null, partialOutput: null, result: null, error: null, attempt: 1, upstreamTaskId: null, upstreamSessionId: null };
 
-/** The tasks table's columns as [property, column] pairs, listed once. */
-const taskColumnsOf = (() => {
-  const listed = new WeakMap<QueryContext['t'], Array<[string, Column]>>();
-  return (q: QueryContext) => {
-    let columns = listed.get(q.t);
+/** A table's columns as [property, column] pairs, listed once. */
+const columnsOf = (() => {
+  const listed = new WeakMap<Table, Array<[string, Column]>>();
+  return (table: Table) => {
+    let columns = listed.get(table);
     if (!columns) {
-      columns = Object.entries(getTableColumns(q.t.tasks));
-      listed.set(q.t, columns);
+      columns = Object.entries(getTableColumns(table));
+      listed.set(table, columns);
     }
     return columns;
   };
 })();
 
-/** A task row as PostgreSQL gives it (its column names, bigint as text or a JSON number) as drizzle would map it. */
-function taskFromPostgres(q: QueryContext, raw: Record<string, unknown>): TaskRow {
-  const task: Record<string, unknown> = {};
-  for (const [key, column] of taskColumnsOf(q)) {
+/** A row as PostgreSQL gives it (its column names, bigint as text or a JSON number) as drizzle would map it. */
+function rowFromPostgres<R>(table: Table, raw: Record<string, unknown>): R {
+  const row: Record<string, unknown> = {};
+  for (const [key, column] of columnsOf(table)) {
     const value = raw[column.name];
-    task[key] = value === null || value === undefined ? null : column.mapFromDriverValue(value);
+    row[key] = value === null || value === undefined ? null : column.mapFromDriverValue(value);
   }
-  return task as TaskRow;
+  return row as R;
 }
+
+const taskFromPostgres = (q: QueryContext, raw: Record<string, unknown>) => rowFromPostgres<TaskRow>(q.t.tasks, raw);
 
 function* createTaskOnPostgres(q: QueryContext, row: NewTaskRow, actor: string, limits: { maxActive: number; maxStored: number }): Program<{ task: TaskRow } | TaskLimitRefusal> {
   const full: Record<string, unknown> = { ...newTaskDefaults, ...row, lastUpdatedAt: row.createdAt };
   const stored: Record<string, unknown> = {};
-  for (const [key, column] of taskColumnsOf(q)) stored[column.name] = full[key] === null || full[key] === undefined ? null : column.mapToDriverValue(full[key]);
+  for (const [key, column] of columnsOf(q.t.tasks)) stored[column.name] = full[key] === null || full[key] === undefined ? null : column.mapToDriverValue(full[key]);
   const [answer] = yield* createOnPostgres(q, [JSON.stringify(stored), limits.maxActive, Math.min(limits.maxStored, 2 ** 31 - 1), actor]);
   if ('refused' in answer.r) return answer.r;
   return { task: taskFromPostgres(q, answer.r.task!) };
@@ -247,20 +251,26 @@ const updateTaskStatus = preparedQuery((q) =>
 );
 
 /**
- * A transition on PostgreSQL in one statement: the row locked as it is, updated when its status is one of
- * `from` (a JSON array) and, given a runner, while that instance holds it, and the event with the status
- * it had before. `from` is matched as an array, not an IN (subquery): when a concurrent transaction
- * changed the row first, PostgreSQL re-checks the condition on the new row, and a semi-join re-checked
- * that way matches nothing (a cancel racing a question failed).
+ * A transition on PostgreSQL as common table expressions: the row locked as it is, updated when its
+ * status is one of `from` (a JSON array) and, given a runner, while that instance holds it, and the
+ * event with the status it had before. `from` is matched as an array, not an IN (subquery): when a
+ * concurrent transaction changed the row first, PostgreSQL re-checks the condition on the new row, and a
+ * semi-join re-checked that way matches nothing (a cancel racing a question failed). `unheard` also
+ * leaves the row alone when anyone listens for its owner's notifications (`heard.listening`).
  */
-const transitionOnPostgres = postgresStatement<Record<string, unknown>>(`
-  WITH old AS (SELECT id, status FROM tasks WHERE id = $1 FOR UPDATE),
+const transitionExpressions = (unheard: boolean) => `
+  WITH old AS (SELECT id, user_id, status FROM tasks WHERE id = $1 FOR UPDATE),${
+    unheard
+      ? `
+  heard AS (SELECT EXISTS (SELECT 1 FROM notification_targets AS n JOIN old ON n.user_id = old.user_id OR n.user_id IS NULL) AS listening),`
+      : ''
+  }
   updated AS (
     UPDATE tasks AS t
     SET status = $2, status_message = $3, last_updated_at = greatest(cast($4 AS bigint), t.last_updated_at + 1),
         result = coalesce($5, t.result), error = coalesce($6, t.error)
-    FROM old
-    WHERE t.id = old.id
+    FROM old${unheard ? ', heard' : ''}
+    WHERE t.id = old.id${unheard ? ' AND NOT heard.listening' : ''}
       AND t.status = any(array(SELECT json_array_elements_text(cast($7 AS json))))
       AND (cast($8 AS text) IS NULL OR t.runner = cast($8 AS text))
     RETURNING t.*
@@ -268,33 +278,60 @@ const transitionOnPostgres = postgresStatement<Record<string, unknown>>(`
   event AS (
     INSERT INTO task_events (task_id, at, from_status, to_status, status_message, actor)
     SELECT updated.id, cast($4 AS bigint), old.status, $2, $3, $9 FROM updated JOIN old ON old.id = updated.id
-  )
+  )`;
+
+/** A transition on PostgreSQL in one statement. */
+const transitionOnPostgres = postgresStatement<Record<string, unknown>>(`${transitionExpressions(false)}
   SELECT * FROM updated`);
+
+/**
+ * A task's ending on PostgreSQL in one statement when nobody listens for its owner's notifications:
+ * the transition, its event and the task's open questions withdrawn. When someone listens, nothing.
+ */
+const endUnheardOnPostgres = postgresStatement<{ listening: boolean; task: Record<string, unknown> | null; withdrawn: Array<Record<string, unknown>> }>(`${transitionExpressions(true)},
+  withdrawn AS (
+    UPDATE task_inputs AS i SET status = 'withdrawn' FROM updated
+    WHERE i.task_id = updated.id AND i.status = 'pending'
+    RETURNING i.*
+  )
+  SELECT heard.listening, (SELECT to_jsonb(updated) FROM updated) AS task,
+    (SELECT coalesce(jsonb_agg(to_jsonb(withdrawn)), '[]'::jsonb) FROM withdrawn) AS withdrawn
+  FROM heard`);
+
+/** A move between states: from which, to which, why, by whom, with what outcome. */
+export interface TaskTransition {
+  from: readonly TaskStatus[];
+  to: TaskStatus;
+  statusMessage: string | null;
+  actor: string;
+  result?: Record<string, unknown>;
+  error?: { code: number; message: string; data?: unknown };
+  /** Only while this instance holds the task: a runner whose task was taken over records nothing. */
+  runner?: string;
+}
+
+const transitionValues = (id: string, change: TaskTransition, now: number) => [
+  id,
+  change.to,
+  change.statusMessage,
+  now,
+  jsonOrNull(change.result),
+  jsonOrNull(change.error),
+  JSON.stringify(change.from),
+  change.runner ?? null,
+  change.actor,
+];
 
 /**
  * Moves a task between states only when it is in one of `from`: the database decides every race.
  * Resolves with the updated row, or undefined when the task was not in `from` (or does not exist).
  */
 export const transitionTask = defineQuery(
-  function* (
-    q,
-    id: string,
-    change: {
-      from: readonly TaskStatus[];
-      to: TaskStatus;
-      statusMessage: string | null;
-      actor: string;
-      result?: Record<string, unknown>;
-      error?: { code: number; message: string; data?: unknown };
-      /** Only while this instance holds the task: a runner whose task was taken over records nothing. */
-      runner?: string;
-    },
-  ): Program<TaskRow | undefined> {
+  function* (q, id: string, change: TaskTransition): Program<TaskRow | undefined> {
     const now = Date.now();
     let updated: TaskRow | undefined;
     if (q.dialect === 'pg') {
-      const values = [id, change.to, change.statusMessage, now, jsonOrNull(change.result), jsonOrNull(change.error), JSON.stringify(change.from), change.runner ?? null, change.actor];
-      const [raw] = yield* transitionOnPostgres(q, values);
+      const [raw] = yield* transitionOnPostgres(q, transitionValues(id, change, now));
       if (!raw) return undefined;
       updated = taskFromPostgres(q, raw);
     } else {
@@ -318,6 +355,28 @@ export const transitionTask = defineQuery(
   },
   { transaction: 'immediate' },
 );
+
+const endUnheard = defineQuery(
+  function* (q, id: string, change: TaskTransition): Program<{ ended: TaskRow | undefined; withdrawn: TaskInputRow[] } | undefined> {
+    const [answer] = yield* endUnheardOnPostgres(q, transitionValues(id, change, Date.now()));
+    if (answer.listening) return undefined;
+    return {
+      ended: answer.task ? taskFromPostgres(q, answer.task) : undefined,
+      withdrawn: answer.withdrawn.map((raw) => rowFromPostgres<TaskInputRow>(q.t.taskInputs, raw)),
+    };
+  },
+  { oneStatementOnPostgres: true },
+);
+
+/**
+ * Ends a task on PostgreSQL in one statement, its own commit (no BEGIN, no COMMIT, no separate reads),
+ * as transitionTask and withdrawPendingTaskInputs would in one transaction: when nobody listens for its
+ * owner's notifications, so that there is no event of theirs to record with it. Resolves undefined,
+ * having changed nothing, on SQLite or when someone listens: then the caller's transaction does it.
+ */
+export function endTaskUnheard(id: string, change: TaskTransition): Promise<{ ended: TaskRow | undefined; withdrawn: TaskInputRow[] } | undefined> {
+  return getStore().dialect === 'pg' ? endUnheard(id, change) : Promise.resolve(undefined);
+}
 
 /**
  * A plain call's task stops answering its call: the call was answered before the task ended, or its

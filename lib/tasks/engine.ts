@@ -2,6 +2,7 @@ import {
   claimTaskLeases,
   countTasksByStatusForUser,
   deleteExpiredTasks,
+  endTaskUnheard,
   getCallTaskByRequestId,
   releaseCallTask,
   getTaskById,
@@ -22,8 +23,9 @@ import {
   type TaskRow,
   type TaskListRow,
   type TaskStatusRow,
+  type TaskTransition,
 } from '@/db/queries/tasks';
-import { withdrawPendingTaskInputs } from '@/db/queries/inputs';
+import { withdrawPendingTaskInputs, type TaskInputRow } from '@/db/queries/inputs';
 import { storageTroubleOf } from '@/db/errors';
 import { inTransaction } from '@/db/run';
 import { persistently } from '@/lib/storage/persist';
@@ -384,15 +386,12 @@ export class TaskEngine {
         continue;
       }
       const interrupted = tool?.interruptedMessage ?? restartMessage;
-      const { ended, withdrawn } = await inTransaction(function* (q) {
-        const endedTask = yield* transitionTask.program(q, row.id, {
-          from: activeStatuses,
-          to: 'failed',
-          statusMessage: interrupted,
-          actor: 'system',
-          error: { code: -32603, message: `Internal error: ${interrupted}` },
-        });
-        return { ended: endedTask, withdrawn: endedTask ? yield* withdrawPendingTaskInputs.program(q, row.id) : [] };
+      const { ended, withdrawn } = await endTask(row.id, {
+        from: activeStatuses,
+        to: 'failed',
+        statusMessage: interrupted,
+        actor: 'system',
+        error: { code: -32603, message: `Internal error: ${interrupted}` },
       });
       if (ended) {
         this.announce(ended, true);
@@ -565,19 +564,16 @@ export class TaskEngine {
       statusMessage = `Tool execution failed: ${firstText(result) ?? 'the tool returned an error result'}`;
     }
     // One commit: the outcome, its event and the withdrawn questions; published once committed.
-    const runner = this.config.instanceId;
-    const { ended, withdrawn } = await inTransaction(function* (q) {
-      const endedTask = yield* transitionTask.program(q, taskId, {
-        from: activeStatuses,
-        to,
-        statusMessage,
-        actor: 'system',
-        runner,
-        ...(result ? { result: result as unknown as Record<string, unknown> } : {}),
-        ...(error ? { error } : {}),
-      });
-      return { ended: endedTask, withdrawn: endedTask ? yield* withdrawPendingTaskInputs.program(q, taskId) : [] };
-    });
+    const change: TaskTransition = {
+      from: activeStatuses,
+      to,
+      statusMessage,
+      actor: 'system',
+      runner: this.config.instanceId,
+      ...(result ? { result: result as unknown as Record<string, unknown> } : {}),
+      ...(error ? { error } : {}),
+    };
+    const { ended, withdrawn } = await endTask(taskId, change);
     if (ended) {
       this.announce(ended, true);
       this.inputs.announceWithdrawn(withdrawn);
@@ -587,6 +583,20 @@ export class TaskEngine {
   private announce(row: TaskRow, transition: boolean): void {
     publishTaskEvent(this.bus, { type: 'task-changed', task: row, transition });
   }
+}
+
+/**
+ * Ends an active task in one commit: the outcome, its event, its notification if anyone listens, and
+ * its open questions withdrawn. Publishes nothing: the caller announces what it returns.
+ */
+async function endTask(taskId: string, change: TaskTransition): Promise<{ ended: TaskRow | undefined; withdrawn: TaskInputRow[] }> {
+  return (
+    (await endTaskUnheard(taskId, change)) ??
+    (await inTransaction(function* (q) {
+      const ended = yield* transitionTask.program(q, taskId, change);
+      return { ended, withdrawn: ended ? yield* withdrawPendingTaskInputs.program(q, taskId) : [] };
+    }))
+  );
 }
 
 function firstText(result: CallToolResult): string | undefined {

@@ -1,0 +1,119 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { findOrCreateTaskInput, getTaskInputById } from '@/db/queries/inputs';
+import { createNotificationTarget } from '@/db/queries/notifications';
+import { endTaskUnheard, getTaskById, insertTaskWithinLimits, listTaskEventsByTaskId, transitionTask, type NewTaskRow, type TaskTransition } from '@/db/queries/tasks';
+import { createUser } from '@/db/queries/users';
+import { queryRows, useFreshPostgres } from '../helpers/postgres';
+
+/**
+ * A task's ending on PostgreSQL, when nobody listens for its owner's notifications, is one statement:
+ * the outcome, its event and its open questions withdrawn, committed together. When someone listens it
+ * changes nothing, and the ending goes through the transaction that also records the notification.
+ */
+let url: string;
+let close: () => Promise<void>;
+
+beforeAll(async () => {
+  const fresh = await useFreshPostgres();
+  url = fresh.database.url;
+  close = fresh.close;
+});
+
+afterAll(async () => {
+  await close?.();
+});
+
+async function workingTask(email: string): Promise<{ userId: string; taskId: string; inputId: string }> {
+  const user = await createUser({ email });
+  const now = Date.now();
+  const row: NewTaskRow = {
+    id: crypto.randomUUID(),
+    userId: user.id,
+    sessionId: null,
+    clientName: 'ends',
+    clientVersion: '1.0.0',
+    protocolVersion: '2025-11-25',
+    toolName: 'ask_human',
+    arguments: { question: 'Still there?' },
+    status: 'working',
+    statusMessage: 'The task is working.',
+    createdAt: now,
+    ttlMs: 60_000,
+    expiresAt: now + 60_000,
+    pollIntervalMs: 1000,
+    progressToken: null,
+    invocation: 'task',
+    callRequestId: null,
+    runner: 'instance-a',
+    leaseExpiresAt: now + 30_000,
+  };
+  const created = await insertTaskWithinLimits(row, 'client', { maxActive: 10, maxStored: 10 });
+  if (!('task' in created)) throw new Error('the task was refused');
+  const { input } = await findOrCreateTaskInput({ taskId: row.id, userId: user.id, key: 'q1', kind: 'elicitation', request: { message: 'Still there?', requestedSchema: { type: 'object', properties: {} } } });
+  return { userId: user.id, taskId: row.id, inputId: input.id };
+}
+
+const completion = (runner = 'instance-a'): TaskTransition => ({
+  from: ['working', 'input_required'],
+  to: 'completed',
+  statusMessage: 'The task completed.',
+  actor: 'system',
+  runner,
+  result: { content: [{ type: 'text', text: 'done, "quoted" and ünïcödé' }] },
+});
+
+const notificationEvents = async (taskId: string) => queryRows<{ type: string }>(url, 'SELECT type FROM notification_events WHERE task_id = $1', [taskId]);
+
+describe('ending a task on PostgreSQL', () => {
+  it('records the outcome, its event and the withdrawn question together, and returns them as stored', async () => {
+    const { taskId, inputId } = await workingTask('unheard@example.com');
+    const ended = await endTaskUnheard(taskId, completion());
+    expect(ended).toBeDefined();
+    const stored = await getTaskById(taskId);
+    expect(stored).toMatchObject({ status: 'completed', statusMessage: 'The task completed.', result: completion().result });
+    expect(ended!.ended).toEqual(stored);
+    expect(ended!.withdrawn).toEqual([await getTaskInputById(inputId)]);
+    expect(ended!.withdrawn[0]).toMatchObject({ id: inputId, status: 'withdrawn', request: { message: 'Still there?' } });
+    expect((await listTaskEventsByTaskId(taskId)).map((event) => [event.fromStatus, event.toStatus, event.actor])).toEqual([
+      [null, 'working', 'client'],
+      ['working', 'completed', 'system'],
+    ]);
+    expect(await notificationEvents(taskId)).toEqual([]);
+  });
+
+  it('changes nothing for a task that has ended already, or that another instance holds', async () => {
+    const { taskId, inputId } = await workingTask('held@example.com');
+    expect(await endTaskUnheard(taskId, completion('instance-b'))).toEqual({ ended: undefined, withdrawn: [] });
+    expect((await getTaskById(taskId))!.status).toBe('working');
+    expect((await getTaskInputById(inputId))!.status).toBe('pending');
+
+    await endTaskUnheard(taskId, completion());
+    const afterFirst = await getTaskById(taskId);
+    expect(await endTaskUnheard(taskId, { ...completion(), to: 'failed', statusMessage: 'Too late.' })).toEqual({ ended: undefined, withdrawn: [] });
+    expect(await getTaskById(taskId)).toEqual(afterFirst);
+    expect(await listTaskEventsByTaskId(taskId)).toHaveLength(2);
+    expect(await endTaskUnheard('no-such-task', completion())).toEqual({ ended: undefined, withdrawn: [] });
+  });
+
+  it('leaves a task whose owner, or the operator, listens to the transaction that records the notification', async () => {
+    for (const owner of ['own', 'operator'] as const) {
+      const { userId, taskId, inputId } = await workingTask(`heard-${owner}@example.com`);
+      const target = await createNotificationTarget({
+        userId: owner === 'own' ? userId : null,
+        channel: 'webhook',
+        address: 'https://example.com/hook',
+        secret: null,
+        events: ['task.completed'],
+        options: {},
+      });
+      expect(await endTaskUnheard(taskId, completion())).toBeUndefined();
+      expect((await getTaskById(taskId))!.status).toBe('working');
+      expect((await getTaskInputById(inputId))!.status).toBe('pending');
+      expect(await listTaskEventsByTaskId(taskId)).toHaveLength(1);
+
+      expect((await transitionTask(taskId, completion()))!.status).toBe('completed');
+      expect(await notificationEvents(taskId)).toEqual([{ type: 'task.completed' }]);
+      await queryRows(url, 'DELETE FROM notification_targets WHERE id = $1', [target.id]);
+    }
+  });
+});

@@ -1,6 +1,7 @@
 import { and, asc, count, desc, eq, getTableColumns, type Column, type Table, gt, inArray, isNotNull, isNull, like, lte, or, sql } from 'drizzle-orm';
 import { rowCache } from '../cache';
 import { getStore } from '../client';
+import { storageTroubleOf } from '../errors';
 import { changes, defineQuery, first, greatest, postgresStatement, preparedQuery, rows, type Program, type QueryContext } from '../run';
 import type { taskEvents, tasks, TaskStatus } from '../schema';
 import type { TaskInputRow } from './inputs';
@@ -64,16 +65,22 @@ const storedCounts = rowCache<string, number>('stored-tasks-by-user', 10_000, 5_
 /** Why a task was not inserted: the user is at one of the limits, with this many tasks. */
 export type TaskLimitRefusal = { refused: 'active' | 'stored'; count: number };
 
+type TaskLimits = { maxActive: number; maxStored: number };
+
 /**
  * Inserts a task and its first event in one transaction, unless the user is at a limit (checked in
  * the same transaction, under a lock per user, so that two creations cannot both take the last
  * place): once this resolves with a task, it is durable. On PostgreSQL all of it is one statement
- * (`mcp_create_task`, drizzle-pg/0013_task_counts.sql), which reads the stored count from a row its
- * triggers keep.
+ * (`mcp_create_tasks`, drizzle-pg/0014_grouped_creations.sql), shared by the person's creations that
+ * wait while one of theirs is committed (see createInGroup), which reads the stored count from a row
+ * its triggers keep.
  */
-export const insertTaskWithinLimits = defineQuery(
-  function* (q, row: NewTaskRow, actor: string, limits: { maxActive: number; maxStored: number }): Program<{ task: TaskRow } | TaskLimitRefusal> {
-    if (q.dialect === 'pg') return yield* createTaskOnPostgres(q, row, actor, limits);
+export function insertTaskWithinLimits(row: NewTaskRow, actor: string, limits: TaskLimits): Promise<{ task: TaskRow } | TaskLimitRefusal> {
+  return getStore().dialect === 'pg' ? createInGroup(row, actor, limits) : insertOnSqlite(row, actor, limits);
+}
+
+const insertOnSqlite = defineQuery(
+  function* (q, row: NewTaskRow, actor: string, limits: TaskLimits): Program<{ task: TaskRow } | TaskLimitRefusal> {
     const active = (yield* first(countActiveByUser(q), { userId: row.userId }))?.n ?? 0;
     if (active >= limits.maxActive) return { refused: 'active', count: active };
     let stored = storedCounts.peek(row.userId);
@@ -88,7 +95,7 @@ export const insertTaskWithinLimits = defineQuery(
     storedCounts.update(row.userId, (n) => n + 1);
     return { task };
   },
-  { transaction: 'immediate', oneStatementOnPostgres: true },
+  { transaction: 'immediate' },
 );
 
 /** The columns a new task starts with besides those its creator gives. */
@@ -119,16 +126,77 @@ function rowFromPostgres<R>(table: Table, raw: Record<string, unknown>): R {
 
 const taskFromPostgres = (q: QueryContext, raw: Record<string, unknown>) => rowFromPostgres<TaskRow>(q.t.tasks, raw);
 
-function* createTaskOnPostgres(q: QueryContext, row: NewTaskRow, actor: string, limits: { maxActive: number; maxStored: number }): Program<{ task: TaskRow } | TaskLimitRefusal> {
+/** One creation as mcp_create_tasks takes it: the row under its column names, as drizzle would store it. */
+function creationEntry(row: NewTaskRow, actor: string, limits: TaskLimits, tasks: Table) {
   const full: Record<string, unknown> = { ...newTaskDefaults, ...row, lastUpdatedAt: row.createdAt };
-  const stored: Record<string, unknown> = {};
-  for (const [key, column] of columnsOf(q.t.tasks)) stored[column.name] = full[key] === null || full[key] === undefined ? null : column.mapToDriverValue(full[key]);
-  const [answer] = yield* createOnPostgres(q, [JSON.stringify(stored), limits.maxActive, Math.min(limits.maxStored, 2 ** 31 - 1), actor]);
-  if ('refused' in answer.r) return answer.r;
-  return { task: taskFromPostgres(q, answer.r.task!) };
+  const task: Record<string, unknown> = {};
+  for (const [key, column] of columnsOf(tasks)) task[column.name] = full[key] === null || full[key] === undefined ? null : column.mapToDriverValue(full[key]);
+  return { task, actor, max_active: limits.maxActive, max_stored: Math.min(limits.maxStored, 2 ** 31 - 1) };
 }
 
-const createOnPostgres = postgresStatement<{ r: { task?: Record<string, unknown> } | TaskLimitRefusal }>('SELECT mcp_create_task(cast($1 AS jsonb), cast($2 AS integer), cast($3 AS integer), $4) AS r');
+const createManyStatement = postgresStatement<{ r: Array<{ task?: Record<string, unknown> } | TaskLimitRefusal> }>('SELECT mcp_create_tasks(cast($1 AS jsonb)) AS r');
+
+const createMany = defineQuery(
+  function* (q, entries: Array<ReturnType<typeof creationEntry>>): Program<Array<{ task: TaskRow } | TaskLimitRefusal>> {
+    const [answer] = yield* createManyStatement(q, [JSON.stringify(entries)]);
+    return answer.r.map((one) => ('refused' in one ? one : { task: taskFromPostgres(q, one.task!) }));
+  },
+  { oneStatementOnPostgres: true },
+);
+
+interface WaitingCreation {
+  entry: ReturnType<typeof creationEntry>;
+  resolve(answer: { task: TaskRow } | TaskLimitRefusal): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * Each person's creations asked for while a statement creating theirs runs. A person's creations take
+ * their lock in turn, and each holds it through its commit's flush to disk, so one after another they
+ * would go no faster than one flush each; together they share one. A person is listed from the start
+ * of their statement until none of theirs wait.
+ */
+const waitingCreations = new Map<string, WaitingCreation[]>();
+const largestCreationGroup = 100;
+
+function createInGroup(row: NewTaskRow, actor: string, limits: TaskLimits): Promise<{ task: TaskRow } | TaskLimitRefusal> {
+  return new Promise((resolve, reject) => {
+    const creation = { entry: creationEntry(row, actor, limits, getStore().tables.tasks), resolve, reject };
+    const waiting = waitingCreations.get(row.userId);
+    if (waiting) {
+      waiting.push(creation);
+      return;
+    }
+    waitingCreations.set(row.userId, []);
+    void createGroups(row.userId, [creation]);
+  });
+}
+
+async function createGroups(userId: string, first: WaitingCreation[]): Promise<void> {
+  for (let group = first; group.length > 0; ) {
+    await createGroup(group);
+    const waiting = waitingCreations.get(userId)!;
+    group = waiting.splice(0, largestCreationGroup);
+    if (group.length === 0) waitingCreations.delete(userId);
+  }
+}
+
+async function createGroup(group: WaitingCreation[]): Promise<void> {
+  let answers: Array<{ task: TaskRow } | TaskLimitRefusal>;
+  try {
+    answers = await createMany(group.map((creation) => creation.entry));
+  } catch (error) {
+    // A statement PostgreSQL refused for what it held, not for storage trouble, changed nothing: each
+    // creation is tried alone, so that one that cannot be made fails alone.
+    if (group.length > 1 && !storageTroubleOf(error)) {
+      for (const creation of group) await createGroup([creation]);
+      return;
+    }
+    for (const creation of group) creation.reject(error);
+    return;
+  }
+  group.forEach((creation, index) => creation.resolve(answers[index]));
+}
 
 const selectTaskByIdForUser = preparedQuery((q) =>
   q.db

@@ -10,9 +10,10 @@ import { deleteExpiredTasks, insertTaskWithinLimits, type NewTaskRow } from '@/d
 import { queryRows, useFreshPostgres, type TestDatabase } from '../helpers/postgres';
 
 /**
- * A creation on PostgreSQL is one statement (mcp_create_task) that takes the person's lock, reads their
+ * A creation on PostgreSQL is one statement (mcp_create_tasks) that takes the person's lock, reads their
  * active tasks and their stored count from task_counts, which triggers keep as tasks are inserted and
- * deleted by anyone, and inserts the task with its first event.
+ * deleted by anyone, and inserts the task with its first event. A person's creations asked for while one
+ * of theirs is being committed go together in the next such statement.
  */
 let database: TestDatabase;
 let close: () => Promise<void>;
@@ -83,6 +84,41 @@ describe('creating tasks on PostgreSQL', () => {
     expect(activeAnswers.filter((answer) => 'task' in answer)).toHaveLength(3);
     expect(activeAnswers.filter((answer) => 'refused' in answer)).toEqual(Array.from({ length: 17 }, () => ({ refused: 'active', count: 3 })));
     expect(await storedCount(active.id)).toBe(3);
+  });
+
+  it('commits together the creations of one person that wait for one of theirs, each answered as if it had come alone', async () => {
+    const user = await createUser({ email: 'grouped@example.com' });
+    const other = await createUser({ email: 'grouped-other@example.com' });
+    const rows = Array.from({ length: 20 }, (_, index) => newTask(user.id, { createdAt: Date.now() + index }));
+    const [answers, otherAnswer] = await Promise.all([
+      Promise.all(rows.map((row) => insertTaskWithinLimits(row, 'client', { maxActive: 100, maxStored: 100 }))),
+      insertTaskWithinLimits(newTask(other.id), 'client', { maxActive: 100, maxStored: 100 }),
+    ]);
+    expect(answers.map((answer) => ('task' in answer ? answer.task.id : answer))).toEqual(rows.map((row) => row.id));
+    expect('task' in otherAnswer).toBe(true);
+    // The first went alone; the other 19 waited for it and were inserted in one transaction.
+    const transactions = await queryRows<{ n: string }>(database.url, 'SELECT count(DISTINCT xmin::text) AS n FROM tasks WHERE user_id = $1', [user.id]);
+    expect(Number(transactions[0].n)).toBe(2);
+    const events = await queryRows<{ task_id: string; to_status: string; actor: string }>(
+      database.url,
+      'SELECT e.task_id, e.to_status, e.actor FROM task_events AS e JOIN tasks AS t ON t.id = e.task_id WHERE t.user_id = $1 ORDER BY e.id',
+      [user.id],
+    );
+    expect(events).toEqual(rows.map((row) => ({ task_id: row.id, to_status: 'working', actor: 'client' })));
+    expect(await storedCount(user.id)).toBe(20);
+    expect(await storedCount(other.id)).toBe(1);
+  });
+
+  it('fails only the creation that cannot be made when it waited with others', async () => {
+    const user = await createUser({ email: 'one-bad@example.com' });
+    const existing = newTask(user.id);
+    await insertTaskWithinLimits(existing, 'client', { maxActive: 100, maxStored: 100 });
+    const rows = [newTask(user.id), newTask(user.id), { ...newTask(user.id), id: existing.id }, newTask(user.id)];
+    const outcomes = await Promise.allSettled(rows.map((row) => insertTaskWithinLimits(row, 'client', { maxActive: 100, maxStored: 100 })));
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    expect(String((outcomes[2] as PromiseRejectedResult).reason)).toMatch(/duplicate key/);
+    expect(await tasksOf(user.id)).toBe(4);
+    expect(await storedCount(user.id)).toBe(4);
   });
 
   it('keeps the stored count through inserts and deletions made by anyone, the sweep, and the person leaving', async () => {

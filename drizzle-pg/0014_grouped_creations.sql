@@ -5,8 +5,10 @@
 -- each waiting for the lock through the one before it. `entries` is an array of {"task": row, "actor":
 -- text, "max_active": n, "max_stored": n}; the answer is an array in the same order, each {"task": row}
 -- or {"refused": "active" | "stored", "count": n}. Every entry is the same person's.
--- mcp_create_task stays for instances not yet upgraded.
-CREATE FUNCTION mcp_create_tasks(entries jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+-- Its statements are planned for each call (plan_cache_mode): a plan kept from the person's first
+-- calls, made while the tasks table was small, would count their active tasks by reading the whole
+-- table. mcp_create_task stays for instances not yet upgraded.
+CREATE FUNCTION mcp_create_tasks(entries jsonb) RETURNS jsonb LANGUAGE plpgsql SET plan_cache_mode = force_custom_plan AS $$
 DECLARE
   owner text := entries -> 0 -> 'task' ->> 'user_id';
   entry jsonb;

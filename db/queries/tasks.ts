@@ -324,13 +324,18 @@ const updateTaskStatus = preparedQuery((q) =>
  * event with the status it had before. `from` is matched as an array, not an IN (subquery): when a
  * concurrent transaction changed the row first, PostgreSQL re-checks the condition on the new row, and a
  * semi-join re-checked that way matches nothing (a cancel racing a question failed). `unheard` also
- * leaves the row alone when anyone listens for its owner's notifications (`heard.listening`).
+ * leaves the row alone when anyone listens for its owner's notifications (`heard.listening`). Every
+ * table is reached through a parameter or an index: a named statement's generic plan, made when the
+ * tables were small, would otherwise scan the whole table for as long as the connection lives.
  */
 const transitionExpressions = (unheard: boolean) => `
   WITH old AS (SELECT id, user_id, status FROM tasks WHERE id = $1 FOR UPDATE),${
     unheard
       ? `
-  heard AS (SELECT EXISTS (SELECT 1 FROM notification_targets AS n JOIN old ON n.user_id = old.user_id OR n.user_id IS NULL) AS listening),`
+  heard AS (
+    SELECT EXISTS (SELECT 1 FROM notification_targets WHERE user_id = (SELECT user_id FROM old))
+      OR EXISTS (SELECT 1 FROM notification_targets WHERE user_id IS NULL) AS listening
+  ),`
       : ''
   }
   updated AS (
@@ -338,7 +343,7 @@ const transitionExpressions = (unheard: boolean) => `
     SET status = $2, status_message = $3, last_updated_at = greatest(cast($4 AS bigint), t.last_updated_at + 1),
         result = coalesce($5, t.result), error = coalesce($6, t.error)
     FROM old${unheard ? ', heard' : ''}
-    WHERE t.id = old.id${unheard ? ' AND NOT heard.listening' : ''}
+    WHERE t.id = $1 AND t.id = old.id${unheard ? ' AND NOT heard.listening' : ''}
       AND t.status = any(array(SELECT json_array_elements_text(cast($7 AS json))))
       AND (cast($8 AS text) IS NULL OR t.runner = cast($8 AS text))
     RETURNING t.*

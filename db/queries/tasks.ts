@@ -172,8 +172,8 @@ function createInGroup(row: NewTaskRow, actor: string, limits: TaskLimits): Prom
   });
 }
 
-async function createGroups(userId: string, first: WaitingCreation[]): Promise<void> {
-  for (let group = first; group.length > 0; ) {
+async function createGroups(userId: string, firstGroup: WaitingCreation[]): Promise<void> {
+  for (let group = firstGroup; group.length > 0; ) {
     await createGroup(group);
     const waiting = waitingCreations.get(userId)!;
     group = waiting.splice(0, largestCreationGroup);

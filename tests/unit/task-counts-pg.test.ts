@@ -6,8 +6,9 @@ import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createUser } from '@/db/queries/users';
-import { deleteExpiredTasks, insertTaskWithinLimits, type NewTaskRow } from '@/db/queries/tasks';
+import { deleteExpiredTasks, insertTaskWithinLimits } from '@/db/queries/tasks';
 import { queryRows, useFreshPostgres, type TestDatabase } from '../helpers/postgres';
+import { newTaskRow } from '../helpers/task-rows';
 
 /**
  * A creation on PostgreSQL is one statement (mcp_create_tasks) that takes the person's lock, reads their
@@ -26,39 +27,13 @@ afterAll(async () => {
   await close?.();
 });
 
-function newTask(userId: string, overrides: Partial<NewTaskRow> = {}): NewTaskRow {
-  const now = Date.now();
-  return {
-    id: crypto.randomUUID(),
-    userId,
-    sessionId: null,
-    clientName: 'counts',
-    clientVersion: '1.0.0',
-    protocolVersion: '2025-11-25',
-    toolName: 'delay',
-    arguments: { seconds: 1, note: 'ünïcödé "quoted"' },
-    status: 'working',
-    statusMessage: 'The task is working.',
-    createdAt: now,
-    ttlMs: 60_000,
-    expiresAt: now + 60_000,
-    pollIntervalMs: 1000,
-    progressToken: 'token-1',
-    invocation: 'task',
-    callRequestId: null,
-    runner: 'instance-a',
-    leaseExpiresAt: now + 30_000,
-    ...overrides,
-  };
-}
-
 const storedCount = async (userId: string) => (await queryRows<{ stored: number }>(database.url, 'SELECT stored FROM task_counts WHERE user_id = $1', [userId]))[0]?.stored;
 const tasksOf = async (userId: string) => Number((await queryRows<{ n: string }>(database.url, 'SELECT count(*) AS n FROM tasks WHERE user_id = $1', [userId]))[0].n);
 
 describe('creating tasks on PostgreSQL', () => {
   it('returns the task exactly as stored, with its first event', async () => {
     const user = await createUser({ email: 'exact@example.com' });
-    const row = newTask(user.id);
+    const row = newTaskRow(user.id);
     const created = await insertTaskWithinLimits(row, 'client', { maxActive: 10, maxStored: 10 });
     expect('task' in created).toBe(true);
     if (!('task' in created)) return;
@@ -73,14 +48,14 @@ describe('creating tasks on PostgreSQL', () => {
 
   it('lets exactly as many concurrent creations through as there are places, for either limit', async () => {
     const stored = await createUser({ email: 'stored-race@example.com' });
-    const storedAnswers = await Promise.all(Array.from({ length: 20 }, () => insertTaskWithinLimits(newTask(stored.id, { status: 'completed' }), 'client', { maxActive: 100, maxStored: 5 })));
+    const storedAnswers = await Promise.all(Array.from({ length: 20 }, () => insertTaskWithinLimits(newTaskRow(stored.id, { status: 'completed' }), 'client', { maxActive: 100, maxStored: 5 })));
     expect(storedAnswers.filter((answer) => 'task' in answer)).toHaveLength(5);
     expect(storedAnswers.filter((answer) => 'refused' in answer)).toEqual(Array.from({ length: 15 }, () => ({ refused: 'stored', count: 5 })));
     expect(await tasksOf(stored.id)).toBe(5);
     expect(await storedCount(stored.id)).toBe(5);
 
     const active = await createUser({ email: 'active-race@example.com' });
-    const activeAnswers = await Promise.all(Array.from({ length: 20 }, () => insertTaskWithinLimits(newTask(active.id), 'client', { maxActive: 3, maxStored: 100 })));
+    const activeAnswers = await Promise.all(Array.from({ length: 20 }, () => insertTaskWithinLimits(newTaskRow(active.id), 'client', { maxActive: 3, maxStored: 100 })));
     expect(activeAnswers.filter((answer) => 'task' in answer)).toHaveLength(3);
     expect(activeAnswers.filter((answer) => 'refused' in answer)).toEqual(Array.from({ length: 17 }, () => ({ refused: 'active', count: 3 })));
     expect(await storedCount(active.id)).toBe(3);
@@ -89,10 +64,10 @@ describe('creating tasks on PostgreSQL', () => {
   it('commits together the creations of one person that wait for one of theirs, each answered as if it had come alone', async () => {
     const user = await createUser({ email: 'grouped@example.com' });
     const other = await createUser({ email: 'grouped-other@example.com' });
-    const rows = Array.from({ length: 20 }, (_, index) => newTask(user.id, { createdAt: Date.now() + index }));
+    const rows = Array.from({ length: 20 }, (_, index) => newTaskRow(user.id, { createdAt: Date.now() + index }));
     const [answers, otherAnswer] = await Promise.all([
       Promise.all(rows.map((row) => insertTaskWithinLimits(row, 'client', { maxActive: 100, maxStored: 100 }))),
-      insertTaskWithinLimits(newTask(other.id), 'client', { maxActive: 100, maxStored: 100 }),
+      insertTaskWithinLimits(newTaskRow(other.id), 'client', { maxActive: 100, maxStored: 100 }),
     ]);
     expect(answers.map((answer) => ('task' in answer ? answer.task.id : answer))).toEqual(rows.map((row) => row.id));
     expect('task' in otherAnswer).toBe(true);
@@ -111,9 +86,9 @@ describe('creating tasks on PostgreSQL', () => {
 
   it('fails only the creation that cannot be made when it waited with others', async () => {
     const user = await createUser({ email: 'one-bad@example.com' });
-    const existing = newTask(user.id);
+    const existing = newTaskRow(user.id);
     await insertTaskWithinLimits(existing, 'client', { maxActive: 100, maxStored: 100 });
-    const rows = [newTask(user.id), newTask(user.id), { ...newTask(user.id), id: existing.id }, newTask(user.id)];
+    const rows = [newTaskRow(user.id), newTaskRow(user.id), { ...newTaskRow(user.id), id: existing.id }, newTaskRow(user.id)];
     const outcomes = await Promise.allSettled(rows.map((row) => insertTaskWithinLimits(row, 'client', { maxActive: 100, maxStored: 100 })));
     expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
     expect(String((outcomes[2] as PromiseRejectedResult).reason)).toMatch(/duplicate key/);
@@ -124,8 +99,8 @@ describe('creating tasks on PostgreSQL', () => {
   it('keeps the stored count through inserts and deletions made by anyone, the sweep, and the person leaving', async () => {
     const user = await createUser({ email: 'kept@example.com' });
     const other = await createUser({ email: 'other@example.com' });
-    for (let index = 0; index < 4; index += 1) await insertTaskWithinLimits(newTask(user.id, { expiresAt: index < 2 ? 1 : Date.now() + 60_000 }), 'client', { maxActive: 10, maxStored: 10 });
-    await insertTaskWithinLimits(newTask(other.id, { expiresAt: 1 }), 'client', { maxActive: 10, maxStored: 10 });
+    for (let index = 0; index < 4; index += 1) await insertTaskWithinLimits(newTaskRow(user.id, { expiresAt: index < 2 ? 1 : Date.now() + 60_000 }), 'client', { maxActive: 10, maxStored: 10 });
+    await insertTaskWithinLimits(newTaskRow(other.id, { expiresAt: 1 }), 'client', { maxActive: 10, maxStored: 10 });
     // By hand, as an operator would: several rows in one statement, then one deleted.
     await queryRows(
       database.url,
@@ -142,9 +117,9 @@ describe('creating tasks on PostgreSQL', () => {
     expect(await storedCount(other.id)).toBe(0);
     expect(await storedCount(user.id)).toBe(await tasksOf(user.id));
     // A full person is refused from the count alone, and taking tasks away gives the places back.
-    expect(await insertTaskWithinLimits(newTask(user.id), 'client', { maxActive: 10, maxStored: 4 })).toEqual({ refused: 'stored', count: 4 });
+    expect(await insertTaskWithinLimits(newTaskRow(user.id), 'client', { maxActive: 10, maxStored: 4 })).toEqual({ refused: 'stored', count: 4 });
     await queryRows(database.url, "DELETE FROM tasks WHERE id LIKE 'hand-%'");
-    expect('task' in (await insertTaskWithinLimits(newTask(user.id), 'client', { maxActive: 10, maxStored: 4 }))).toBe(true);
+    expect('task' in (await insertTaskWithinLimits(newTaskRow(user.id), 'client', { maxActive: 10, maxStored: 4 }))).toBe(true);
     await queryRows(database.url, 'DELETE FROM users WHERE id = $1', [user.id]);
     expect(await storedCount(user.id)).toBeUndefined();
   });

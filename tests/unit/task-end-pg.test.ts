@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findOrCreateTaskInput, getTaskInputById } from '@/db/queries/inputs';
 import { createNotificationTarget } from '@/db/queries/notifications';
-import { endTaskUnheard, getTaskById, insertTaskWithinLimits, listTaskEventsByTaskId, transitionTask, type NewTaskRow, type TaskTransition } from '@/db/queries/tasks';
+import { endTaskUnheard, getTaskById, insertTaskWithinLimits, listTaskEventsByTaskId, transitionTask, type TaskTransition } from '@/db/queries/tasks';
 import { createUser } from '@/db/queries/users';
 import { queryRows, useFreshPostgres } from '../helpers/postgres';
+import { newTaskRow } from '../helpers/task-rows';
 
 /**
  * A task's ending on PostgreSQL, when nobody listens for its owner's notifications, is one statement:
@@ -25,28 +26,7 @@ afterAll(async () => {
 
 async function workingTask(email: string): Promise<{ userId: string; taskId: string; inputId: string }> {
   const user = await createUser({ email });
-  const now = Date.now();
-  const row: NewTaskRow = {
-    id: crypto.randomUUID(),
-    userId: user.id,
-    sessionId: null,
-    clientName: 'ends',
-    clientVersion: '1.0.0',
-    protocolVersion: '2025-11-25',
-    toolName: 'ask_human',
-    arguments: { question: 'Still there?' },
-    status: 'working',
-    statusMessage: 'The task is working.',
-    createdAt: now,
-    ttlMs: 60_000,
-    expiresAt: now + 60_000,
-    pollIntervalMs: 1000,
-    progressToken: null,
-    invocation: 'task',
-    callRequestId: null,
-    runner: 'instance-a',
-    leaseExpiresAt: now + 30_000,
-  };
+  const row = newTaskRow(user.id, { toolName: 'ask_human', arguments: { question: 'Still there?' }, progressToken: null });
   const created = await insertTaskWithinLimits(row, 'client', { maxActive: 10, maxStored: 10 });
   if (!('task' in created)) throw new Error('the task was refused');
   const { input } = await findOrCreateTaskInput({ taskId: row.id, userId: user.id, key: 'q1', kind: 'elicitation', request: { message: 'Still there?', requestedSchema: { type: 'object', properties: {} } } });

@@ -219,20 +219,33 @@ export function shiftedClockEnv(): Record<string, string> {
   return { NODE_OPTIONS: `--require ${shiftedClockPreload}`, CLOCK_OFFSET_FILE: offsetFile };
 }
 
-function clockOffset(server: TestServer): number {
-  const reports = [...server.output().matchAll(/clock offset (\d+) ms\n/g)];
-  return reports.length > 0 ? Number(reports.at(-1)![1]) : 0;
+/** The numbers a server's preload has printed in lines matching `report` (one capture group), in order. */
+function reportedNumbers(server: TestServer, report: RegExp): number[] {
+  return [...server.output().matchAll(report)].map((match) => Number(match[1]));
 }
+
+/**
+ * Sends SIGUSR2 to a server started with a test preload (shifted-clock.cjs, heap-after-gc.cjs) and
+ * resolves with the number in the next line it prints that matches `report`.
+ */
+async function signalForReport(server: TestServer, report: RegExp, what: string): Promise<number> {
+  const before = reportedNumbers(server, report).length;
+  process.kill(server.pid(), 'SIGUSR2');
+  for (let waited = 0; reportedNumbers(server, report).length === before; waited += 1) {
+    if (waited > 400) throw new Error(`${what}: ${server.output().slice(-500)}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  return reportedNumbers(server, report).at(-1)!;
+}
+
+const clockReport = /clock offset (\d+) ms\n/g;
 
 /** Moves the clock of a server started with `shiftedClockEnv()` forward, and waits until it says so. */
 export async function advanceClock(server: TestServer, byMs: number): Promise<void> {
-  const target = clockOffset(server) + byMs;
+  const target = (reportedNumbers(server, clockReport).at(-1) ?? 0) + byMs;
   fs.writeFileSync(server.env.CLOCK_OFFSET_FILE, String(target));
-  process.kill(server.pid(), 'SIGUSR2');
-  for (let waited = 0; clockOffset(server) !== target; waited += 1) {
-    if (waited > 400) throw new Error(`the server's clock did not move: ${server.output().slice(-500)}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+  const moved = await signalForReport(server, clockReport, "the server's clock did not move");
+  if (moved !== target) throw new Error(`the server's clock moved to ${moved} ms, not ${target} ms`);
 }
 
 const heapAfterGcPreload = path.join(root, 'tests', 'helpers', 'heap-after-gc.cjs');
@@ -243,15 +256,8 @@ export function heapAfterGcEnv(): Record<string, string> {
 }
 
 /** The heap and external memory a server started with `heapAfterGcEnv()` still uses once all its garbage is collected, in KiB. */
-export async function heapAfterGcKib(server: TestServer): Promise<number> {
-  const reports = () => [...server.output().matchAll(/heap after gc (\d+) KiB\n/g)];
-  const before = reports().length;
-  process.kill(server.pid(), 'SIGUSR2');
-  for (let waited = 0; reports().length === before; waited += 1) {
-    if (waited > 400) throw new Error(`the server did not report its heap: ${server.output().slice(-500)}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  return Number(reports().at(-1)![1]);
+export function heapAfterGcKib(server: TestServer): Promise<number> {
+  return signalForReport(server, /heap after gc (\d+) KiB\n/g, 'the server did not report its heap');
 }
 
 /** Runs one of the project's command-line scripts (scripts/<name>.ts) against the server's database. */

@@ -1,9 +1,51 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { defineTool, textResult } from './define';
 
 const tickMs = 500;
 const maxSeconds = 3600;
+
+/**
+ * Calls `tick` with the time waited so far every `intervalMs` (the last step shorter when `totalMs` is
+ * not a multiple) until `totalMs` has passed; rejects with an AbortError once `signal` aborts. One timer,
+ * re-armed, and one abort listener serve the whole wait, so a tick allocates nothing but what `tick`
+ * does: a promise, a timer and a listener made per tick and kept until the next one outlive V8's young
+ * collections, and ten thousand waiting tasks would fill the old generation with them.
+ */
+function waitInTicks(totalMs: number, intervalMs: number, signal: AbortSignal, tick: (waitedMs: number) => void): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const aborted = () => new DOMException('The operation was aborted', 'AbortError');
+    if (signal.aborted) return reject(aborted());
+    let waitedMs = 0;
+    let stepMs = Math.min(intervalMs, totalMs);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(aborted());
+    };
+    const settle = (error?: unknown) => {
+      signal.removeEventListener('abort', onAbort);
+      if (error === undefined) resolve();
+      else reject(error);
+    };
+    const fire = () => {
+      waitedMs += stepMs;
+      try {
+        tick(waitedMs);
+      } catch (error) {
+        return settle(error);
+      }
+      if (waitedMs >= totalMs) return settle();
+      const nextMs = Math.min(intervalMs, totalMs - waitedMs);
+      if (nextMs === stepMs) {
+        timer.refresh();
+        return;
+      }
+      stepMs = nextMs;
+      timer = setTimeout(fire, stepMs);
+    };
+    let timer = setTimeout(fire, stepMs);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
 
 export const delayTool = defineTool({
   name: 'delay',
@@ -22,15 +64,14 @@ export const delayTool = defineTool({
   async run({ seconds, fail }, ctx) {
     const totalMs = seconds * 1000;
     // After a restart, carry on from the progress already reported rather than waiting the whole time again.
-    let waitedMs = Math.min(totalMs, (ctx.resumedFrom?.progress ?? 0) * 1000);
-    while (waitedMs < totalMs) {
-      const stepMs = Math.min(tickMs, totalMs - waitedMs);
-      await sleep(stepMs, undefined, { signal: ctx.signal });
-      waitedMs += stepMs;
-      const done = waitedMs >= totalMs ? seconds : waitedMs / 1000;
-      const shown = Math.round(done * 10) / 10;
-      ctx.progress(done, seconds, `Waited ${shown} of ${seconds} s`);
-      ctx.status(`Waiting: ${shown} of ${seconds} s done`);
+    const resumedMs = Math.min(totalMs, (ctx.resumedFrom?.progress ?? 0) * 1000);
+    if (resumedMs < totalMs) {
+      await waitInTicks(totalMs - resumedMs, tickMs, ctx.signal, (waitedMs) => {
+        const done = resumedMs + waitedMs >= totalMs ? seconds : (resumedMs + waitedMs) / 1000;
+        const shown = Math.round(done * 10) / 10;
+        ctx.progress(done, seconds, `Waited ${shown} of ${seconds} s`);
+        ctx.status(`Waiting: ${shown} of ${seconds} s done`);
+      });
     }
     if (fail) return textResult(`Failed on purpose after waiting ${seconds} s.`, true);
     return textResult(`Waited ${seconds} s.`);

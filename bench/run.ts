@@ -288,7 +288,7 @@ async function main(): Promise<void> {
   let rows: ThroughputRow[] = [];
   if (!config.only || config.only === 'throughput') {
     rows = await measureThroughput(log);
-    output.push(`## Throughput (${throughputConfig.connections} connections, ${throughputConfig.seconds} s per cell, autocannon)`, '', throughputTable(rows), '');
+    output.push(`## Throughput (${throughputConfig.connections} connections, ${throughputConfig.seconds} s per cell after ${throughputConfig.warmUpSeconds} s of warm-up, autocannon)`, '', throughputTable(rows), '');
     const settings = await measureCommitSettings(log);
     output.push(
       '### Creating a task under each commit setting (SQLite, npm start)',
@@ -303,7 +303,7 @@ async function main(): Promise<void> {
   if (!config.only || config.only === 'postgres') {
     const results = await measurePostgres(log);
     output.push(
-      `## PostgreSQL: one instance, and 1 to 3 instances behind HAProxy (${throughputConfig.connections} connections, ${throughputConfig.seconds} s per cell, autocannon)`,
+      `## PostgreSQL: one instance, and 1 to 3 instances behind HAProxy (${throughputConfig.connections} connections, ${throughputConfig.seconds} s per cell after ${throughputConfig.warmUpSeconds} s of warm-up, autocannon)`,
       '',
       postgresTables(results, rows, os.cpus().length),
       '',

@@ -8,7 +8,12 @@ import { performance } from 'node:perf_hooks';
 import { startBareNode, startOurs, startReference, startRouteHandler, type CpuReading, type Peer } from './peers';
 import { groupCpuSeconds, sleep } from './util';
 
-export const throughputConfig = { connections: 16, seconds: Number(process.env.BENCH_SECONDS ?? 8) };
+export const throughputConfig = {
+  connections: 16,
+  seconds: Number(process.env.BENCH_SECONDS ?? 8),
+  /** The same load, unmeasured, before each cell: every server is measured warm (its JIT, caches, pools). */
+  warmUpSeconds: Number(process.env.BENCH_WARMUP_SECONDS ?? 2),
+};
 
 export interface ThroughputRow {
   server: string;
@@ -111,19 +116,20 @@ async function modernScenarios(peer: Peer): Promise<Array<[string, Record<string
   return list;
 }
 
-function drive(url: string, headers: Record<string, string>, body: unknown): Promise<autocannon.Result> {
+function drive(url: string, headers: Record<string, string>, body: unknown, seconds = throughputConfig.seconds): Promise<autocannon.Result> {
   return autocannon({
     url,
     method: 'POST',
     connections: throughputConfig.connections,
-    duration: throughputConfig.seconds,
+    duration: seconds,
     headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...headers },
     body: JSON.stringify(body),
   });
 }
 
-/** One cell: the server's and this process's CPU read before and after autocannon runs. */
+/** One cell: a warm-up, then the server's and this process's CPU read before and after autocannon runs. */
 async function measureCell(peer: Peer, server: string, scenario: string, headers: Record<string, string>, body: unknown): Promise<ThroughputRow> {
+  if (throughputConfig.warmUpSeconds > 0) await drive(peer.url, headers, body, throughputConfig.warmUpSeconds);
   const readCpu = peer.cpu ?? ((): CpuReading => ({ node: groupCpuSeconds(peer.pgid) }));
   const before = readCpu();
   const clientBefore = process.cpuUsage();

@@ -5,13 +5,13 @@ const tickMs = 500;
 const maxSeconds = 3600;
 
 /**
- * Calls `tick` with the time waited so far every `intervalMs` (the last step shorter when `totalMs` is
- * not a multiple) until `totalMs` has passed; rejects with an AbortError once `signal` aborts. One timer,
+ * Calls `tick` with the time waited so far, and whether the wait is over, every `intervalMs` (the last
+ * step shorter when `totalMs` is not a multiple) until `totalMs` has passed; rejects with an AbortError once `signal` aborts. One timer,
  * re-armed, and one abort listener serve the whole wait, so a tick allocates nothing but what `tick`
  * does: a promise, a timer and a listener made per tick and kept until the next one outlive V8's young
  * collections, and ten thousand waiting tasks would fill the old generation with them.
  */
-function waitInTicks(totalMs: number, intervalMs: number, signal: AbortSignal, tick: (waitedMs: number) => void): Promise<void> {
+function waitInTicks(totalMs: number, intervalMs: number, signal: AbortSignal, tick: (waitedMs: number, last: boolean) => void): Promise<void> {
   return new Promise((resolve, reject) => {
     const aborted = () => new DOMException('The operation was aborted', 'AbortError');
     if (signal.aborted) return reject(aborted());
@@ -28,12 +28,13 @@ function waitInTicks(totalMs: number, intervalMs: number, signal: AbortSignal, t
     };
     const fire = () => {
       waitedMs += stepMs;
+      const last = waitedMs >= totalMs;
       try {
-        tick(waitedMs);
+        tick(waitedMs, last);
       } catch (error) {
         return settle(error);
       }
-      if (waitedMs >= totalMs) return settle();
+      if (last) return settle();
       const nextMs = Math.min(intervalMs, totalMs - waitedMs);
       if (nextMs === stepMs) {
         timer.refresh();
@@ -66,8 +67,8 @@ export const delayTool = defineTool({
     // After a restart, carry on from the progress already reported rather than waiting the whole time again.
     const resumedMs = Math.min(totalMs, (ctx.resumedFrom?.progress ?? 0) * 1000);
     if (resumedMs < totalMs) {
-      await waitInTicks(totalMs - resumedMs, tickMs, ctx.signal, (waitedMs) => {
-        const done = resumedMs + waitedMs >= totalMs ? seconds : (resumedMs + waitedMs) / 1000;
+      await waitInTicks(totalMs - resumedMs, tickMs, ctx.signal, (waitedMs, last) => {
+        const done = last ? seconds : (resumedMs + waitedMs) / 1000;
         const shown = Math.round(done * 10) / 10;
         ctx.progress(done, seconds, `Waited ${shown} of ${seconds} s`);
         ctx.status(`Waiting: ${shown} of ${seconds} s done`);

@@ -441,8 +441,9 @@ function statementName(text: string): string {
  * connection parses and plans it once, run on the program's connection: the rows as PostgreSQL sends
  * them (column names as in the database, bigint as text).
  */
-export function postgresStatement<T>(text: string): (q: QueryContext, values: unknown[]) => Program<T[]> {
-  const name = statementName(text);
+export function postgresStatement<T>(text: string, options: { plannedEachCall?: boolean } = {}): (q: QueryContext, values: unknown[]) => Program<T[]> {
+  // Unnamed, a statement is planned for the values of each call; named, after a few calls with one plan kept.
+  const name = options.plannedEachCall ? undefined : statementName(text);
   return function* (q, values) {
     const client = (q.client ?? (q.root as unknown as { $client: pg.Pool }).$client) as pg.Pool;
     return ((yield { kind: 'rows', query: { execute: () => client.query({ name, text, values }) } }) as { rows: T[] }).rows;

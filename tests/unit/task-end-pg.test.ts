@@ -10,6 +10,7 @@ import { newTaskRow } from '../helpers/task-rows';
  * A task's ending on PostgreSQL, when nobody listens for its owner's notifications, is one statement:
  * the outcome, its event and its open questions withdrawn, committed together. When someone listens it
  * changes nothing, and the ending goes through the transaction that also records the notification.
+ * Tasks that end while such a statement runs go together in the next one.
  */
 let url: string;
 let close: () => Promise<void>;
@@ -95,5 +96,49 @@ describe('ending a task on PostgreSQL', () => {
       expect(await notificationEvents(taskId)).toEqual([{ type: 'task.completed' }]);
       await queryRows(url, 'DELETE FROM notification_targets WHERE id = $1', [target.id]);
     }
+  });
+
+  it('ends together the tasks that end while another ending is committed, each answered as if it had ended alone', async () => {
+    const tasks = await Promise.all(Array.from({ length: 12 }, (_, index) => workingTask(`grouped-end-${index}@example.com`)));
+    const heard = tasks[5];
+    await createNotificationTarget({ userId: heard.userId, channel: 'webhook', address: 'https://example.com/hook', secret: null, events: ['task.failed'], options: {} });
+    const ending = (index: number): TaskTransition =>
+      index === 7 ? completion('instance-b') : { ...completion(), result: { content: [{ type: 'text', text: `result ${index}` }] } };
+    const answers = await Promise.all([
+      ...tasks.map(({ taskId }, index) => endTaskUnheard(taskId, ending(index))),
+      endTaskUnheard('no-such-task', completion()),
+      // The same task twice at once: the second goes in a later statement, and finds it ended.
+      endTaskUnheard(tasks[0].taskId, { ...completion(), to: 'failed', statusMessage: 'Too late.' }),
+    ]);
+
+    for (const [index, { taskId, inputId }] of tasks.entries()) {
+      const stored = await getTaskById(taskId);
+      const events = (await listTaskEventsByTaskId(taskId)).map((event) => [event.fromStatus, event.toStatus]);
+      if (index === 5) {
+        expect(answers[index]).toBeUndefined();
+        expect(stored!.status).toBe('working');
+        expect((await getTaskInputById(inputId))!.status).toBe('pending');
+        expect(events).toEqual([[null, 'working']]);
+      } else if (index === 7) {
+        expect(answers[index]).toEqual({ ended: undefined, withdrawn: [] });
+        expect(stored!.status).toBe('working');
+        expect(events).toEqual([[null, 'working']]);
+      } else {
+        expect(stored).toMatchObject({ status: 'completed', result: { content: [{ type: 'text', text: `result ${index}` }] } });
+        expect(answers[index]!.ended).toEqual(stored);
+        expect(answers[index]!.withdrawn).toEqual([await getTaskInputById(inputId)]);
+        expect(answers[index]!.withdrawn[0]).toMatchObject({ id: inputId, status: 'withdrawn' });
+        expect(events).toEqual([
+          [null, 'working'],
+          ['working', 'completed'],
+        ]);
+      }
+    }
+    expect(answers[tasks.length]).toEqual({ ended: undefined, withdrawn: [] });
+    expect(answers[tasks.length + 1]).toEqual({ ended: undefined, withdrawn: [] });
+    // The first ending went alone; the others that came while it was committed went in one statement.
+    const ended = tasks.filter((_, index) => index !== 5 && index !== 7).map((task) => task.taskId);
+    const commits = await queryRows<{ n: string }>(url, 'SELECT count(DISTINCT xmin::text) AS n FROM tasks WHERE id = any($1)', [ended]);
+    expect(Number(commits[0].n)).toBe(2);
   });
 });

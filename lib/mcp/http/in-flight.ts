@@ -2,7 +2,44 @@
  * Requests in flight, of both eras, so that notifications/cancelled, DELETE and shutdown can stop them; and the one
  * reason a shutdown gives, told apart by identity (each route bundle may hold its own copy of this module).
  */
-const globalForRequests = globalThis as unknown as { __mcpTaskServerInFlight?: Map<string, AbortController>; __mcpTaskServerShutdown?: DOMException };
+const globalForRequests = globalThis as unknown as { __mcpTaskServerInFlight?: Map<string, Abortable>; __mcpTaskServerShutdown?: DOMException };
+/** What a request in flight is stopped through: an AbortController, or a LazyAbort. */
+export interface Abortable {
+  abort(reason?: unknown): void;
+}
+
+/**
+ * An AbortController made only when its signal is first read: most requests (ping, tasks/get) end
+ * before anything listens, and a controller with its signal and listeners is not free. An abort before
+ * then is remembered: `onAbort` runs at once, and the signal, when it is read, is already aborted.
+ * `onSignal` runs when the signal is made, to hook it to what else may abort it.
+ */
+export class LazyAbort implements Abortable {
+  #controller: AbortController | undefined;
+  #aborted = false;
+  #reason: unknown;
+
+  constructor(private readonly hooks: { onAbort?: () => void; onSignal?: () => void } = {}) {}
+
+  get signal(): AbortSignal {
+    if (!this.#controller) {
+      this.#controller = new AbortController();
+      if (this.#aborted) this.#controller.abort(this.#reason);
+      this.hooks.onSignal?.();
+    }
+    return this.#controller.signal;
+  }
+
+  abort(reason?: unknown): void {
+    if (this.#aborted) return;
+    this.#aborted = true;
+    this.#reason = reason;
+    // First, as the listener added first would run first on a signal.
+    this.hooks.onAbort?.();
+    this.#controller?.abort(reason);
+  }
+}
+
 export const inFlight = (globalForRequests.__mcpTaskServerInFlight ??= new Map());
 export const shuttingDown = (globalForRequests.__mcpTaskServerShutdown ??= new DOMException('The server is shutting down', 'AbortError'));
 

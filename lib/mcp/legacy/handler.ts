@@ -10,7 +10,7 @@ import type { McpHttpRequest, McpReply } from '../http/exchange';
 import { emptyReply, httpErrorReply, jsonReply, rpcErrorBody } from '../http/replies';
 import type { RequestFacts } from '../http/request-facts';
 import { SseStream } from '../http/sse';
-import { inFlight } from '../http/in-flight';
+import { inFlight, LazyAbort } from '../http/in-flight';
 import { closeWhenTokenRevoked } from '../http/token-streams';
 import { dispatch, serverCapabilities, type RequestContext } from './methods';
 import { handleBatch } from './batches';
@@ -145,9 +145,6 @@ async function respond(
       throw error;
     }
   }
-  const cancel = new AbortController();
-  const key = inFlightKey(session.id, message.id);
-  inFlight.set(key, cancel);
   let stream: SseStream | undefined;
   let streamKey = '';
   let markStreamed = () => {};
@@ -164,13 +161,17 @@ async function respond(
     }
   };
   // Without a response to send, the HTTP exchange still has to end: as an empty, closed stream.
-  cancel.signal.addEventListener('abort', () => openStream(), { once: true });
+  const cancel = new LazyAbort({ onAbort: () => openStream() });
+  const key = inFlightKey(session.id, message.id);
+  inFlight.set(key, cancel);
   const requestContext: RequestContext = {
     engine: ctx.engine,
     session,
     userId: caller.userId,
     requestId: message.id,
-    signal: cancel.signal,
+    get signal() {
+      return cancel.signal;
+    },
     heartbeatMs: ctx.heartbeatMs,
     answerWindowOf: ctx.answerWithinMs,
     questionRelaysSettled: (taskId) => ctx.streams.questionRelaysSettled(taskId),

@@ -5,7 +5,7 @@ import { classifyMessage, supportedProtocolVersions as legacyProtocolVersions, t
 import { serverInfoOf } from '../core/server-info';
 import { countMcpStream, takeMcpStreamPlace, type StreamPlace } from '../http/caps';
 import type { McpHttpRequest, McpReply } from '../http/exchange';
-import { inFlight, shuttingDown } from '../http/in-flight';
+import { inFlight, LazyAbort, shuttingDown } from '../http/in-flight';
 import { emptyReply, httpErrorReply, jsonReply, rpcErrorBody } from '../http/replies';
 import type { RequestFacts } from '../http/request-facts';
 import { SseStream } from '../http/sse';
@@ -114,7 +114,7 @@ function modernCall(
   ctx: McpContext,
   caller: Caller,
   client: ModernClient,
-  signal: AbortSignal,
+  cancel: { readonly signal: AbortSignal },
   outlet: Pick<ModernCall, 'send' | 'isStreamRead' | 'openStream' | 'holdStreamPlace'>,
 ): ModernCall {
   return {
@@ -123,7 +123,10 @@ function modernCall(
     tokenId: caller.tokenId,
     client,
     requestId: message.id,
-    signal,
+    // Read only by what can be stopped: a request that never reads it never makes it.
+    get signal() {
+      return cancel.signal;
+    },
     serverVersion: ctx.serverVersion,
     heartbeatMs: ctx.heartbeatMs,
     roundWaitMs: ctx.roundWaitMs,
@@ -131,18 +134,27 @@ function modernCall(
   };
 }
 
-/** Registers a request so that shutdown stops it; closing the response (the client's cancellation) stops it too. */
-function track(request: McpHttpRequest): { controller: AbortController; done(): void } {
-  const controller = new AbortController();
+/**
+ * Registers a request so that shutdown stops it; closing the response (the client's cancellation) stops
+ * it too, once anything listens to its signal (until then there is nothing to stop).
+ */
+function track(request: McpHttpRequest): { cancel: LazyAbort; done(): void } {
   const key = `modern\u0000${crypto.randomUUID()}`;
-  inFlight.set(key, controller);
-  const cancelled = () => controller.abort(new DOMException('The client closed the request', 'AbortError'));
-  request.signal.addEventListener('abort', cancelled, { once: true });
+  const cancelled = () => cancel.abort(new DOMException('The client closed the request', 'AbortError'));
+  let hooked = false;
+  const cancel = new LazyAbort({
+    onSignal: () => {
+      hooked = true;
+      if (request.signal.aborted) cancelled();
+      else request.signal.addEventListener('abort', cancelled, { once: true });
+    },
+  });
+  inFlight.set(key, cancel);
   return {
-    controller,
+    cancel,
     done: () => {
       inFlight.delete(key);
-      request.signal.removeEventListener('abort', cancelled);
+      if (hooked) request.signal.removeEventListener('abort', cancelled);
     },
   };
 }
@@ -152,7 +164,7 @@ function track(request: McpHttpRequest): { controller: AbortController; done(): 
  * messages); the stream is the request's own and ends with its response.
  */
 async function respond(method: ModernMethod, message: JsonRpcRequest, request: McpHttpRequest, ctx: McpContext, caller: Caller, client: ModernClient): Promise<McpReply> {
-  const { controller, done } = track(request);
+  const { cancel, done } = track(request);
   let stream: SseStream | undefined;
   let place: StreamPlace | undefined;
   let markStreamed = () => {};
@@ -164,10 +176,10 @@ async function respond(method: ModernMethod, message: JsonRpcRequest, request: M
     if (place) place.holdUntilEnd(stream);
     else countMcpStream(caller.userId, null, stream);
     closeWhenTokenRevoked(stream, caller.tokenId);
-    stream.signal.addEventListener('abort', () => controller.abort(new DOMException('The client closed the stream', 'AbortError')), { once: true });
+    stream.signal.addEventListener('abort', () => cancel.abort(new DOMException('The client closed the stream', 'AbortError')), { once: true });
     markStreamed();
   };
-  const call = modernCall(message, ctx, caller, client, controller.signal, {
+  const call = modernCall(message, ctx, caller, client, cancel, {
     send: (outgoing) => {
       openStream();
       stream!.send(outgoing);
@@ -197,7 +209,7 @@ async function respond(method: ModernMethod, message: JsonRpcRequest, request: M
   reply
     .then((final) => {
       // A request its client cancelled gets no response; one the server stops gets none either.
-      if (!controller.signal.aborted) opened.send(final.body);
+      if (!cancel.signal.aborted) opened.send(final.body);
     })
     .finally(() => opened.close())
     .catch((error: unknown) => console.error(`MCP ${JSON.stringify(message.method)}: ending the response stream failed`, error));
@@ -224,7 +236,7 @@ async function openSubscription(message: JsonRpcRequest, ctx: McpContext, caller
   const controller = new AbortController();
   const key = `modern\u0000${crypto.randomUUID()}`;
   inFlight.set(key, controller);
-  const call = modernCall(message, ctx, caller, client, controller.signal, {
+  const call = modernCall(message, ctx, caller, client, controller, {
     send: (outgoing) => stream.send(outgoing),
     isStreamRead: () => !stream.closed,
     openStream: () => {},

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { storageTroubleIn } from '@/lib/storage/trouble';
 import type { Caller, McpContext } from '../core/context';
 import { ErrorCode, HttpError, isHttpError, isRpcError, RpcError, storageRefusal, type JsonRpcErrorObject } from '../core/errors';
@@ -139,7 +140,7 @@ function modernCall(
  * it too, once anything listens to its signal (until then there is nothing to stop).
  */
 function track(request: McpHttpRequest): { cancel: LazyAbort; done(): void } {
-  const key = `modern\u0000${crypto.randomUUID()}`;
+  const key = `modern\u0000${randomUUID()}`;
   const cancelled = () => cancel.abort(new DOMException('The client closed the request', 'AbortError'));
   let hooked = false;
   const cancel = new LazyAbort({
@@ -234,7 +235,7 @@ async function openSubscription(message: JsonRpcRequest, ctx: McpContext, caller
   place.holdUntilEnd(stream);
   closeWhenTokenRevoked(stream, caller.tokenId);
   const controller = new AbortController();
-  const key = `modern\u0000${crypto.randomUUID()}`;
+  const key = `modern\u0000${randomUUID()}`;
   inFlight.set(key, controller);
   const call = modernCall(message, ctx, caller, client, controller, {
     send: (outgoing) => stream.send(outgoing),

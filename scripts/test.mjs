@@ -68,7 +68,14 @@ function readJson(file) {
   }
 }
 
-const firstLine = (text) => (text ?? 'no message').trim().split('\n')[0].slice(0, 300);
+/** The head of a failure message, each line cut short and set under the test it belongs to. */
+const firstLines = (text) =>
+  (text ?? 'no message')
+    .trim()
+    .split('\n')
+    .slice(0, 4)
+    .map((line) => line.slice(0, 300))
+    .join('\n      ');
 
 const relative = (file) => path.relative(root, file).split(path.sep).join('/');
 
@@ -177,9 +184,9 @@ function accountVitest(pass, report, counts) {
     totals.passed += filePassed;
     totals.failed += file.status === 'failed' ? Math.max(1, notPassed) : notPassed;
     for (const test of tests.filter((test) => test.status === 'failed')) {
-      failures.push(`${relative(file.name)} (${pass}) › ${test.fullName}: ${firstLine(test.failureMessages?.[0])}`);
+      failures.push(`${relative(file.name)} (${pass}) › ${test.fullName}: ${firstLines(test.failureMessages?.[0])}`);
     }
-    if (file.status === 'failed' && tests.length === 0) failures.push(`${relative(file.name)} (${pass}): ${firstLine(file.message)}`);
+    if (file.status === 'failed' && tests.length === 0) failures.push(`${relative(file.name)} (${pass}): ${firstLines(file.message)}`);
     if (notPassed > 0 && tests.every((test) => test.status !== 'failed')) {
       console.error(`${relative(file.name)}: ${notPassed} test(s) did not run${file.message ? ` (${file.message.split('\n')[0]})` : ''}`);
     }
@@ -303,7 +310,7 @@ function accountPlaywright(report, counts) {
       for (const test of spec.tests) {
         if (test.status === 'unexpected') {
           const error = test.results?.at(-1)?.error?.message;
-          failures.push(`${relative(path.resolve(report.config.rootDir, spec.file))}:${spec.line} (playwright) › ${[...titles, spec.title].join(' › ')}: ${firstLine(error)}`);
+          failures.push(`${relative(path.resolve(report.config.rootDir, spec.file))}:${spec.line} (playwright) › ${[...titles, spec.title].join(' › ')}: ${firstLines(error)}`);
         }
         if (test.expectedStatus === 'failed') fail(1, `${relative(path.resolve(report.config.rootDir, spec.file))}:${spec.line} (${spec.title}): marked test.fail, so it passes when it fails; make it an ordinary test.`);
       }

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RawMcp } from '../helpers/mcp';
+import { ModernMcp } from '../helpers/modern';
 import { createToken, revokeToken, startServer, type TestServer } from '../helpers/server';
 
 let server: TestServer;
@@ -169,6 +170,39 @@ describe('storage bounds', () => {
     const fine = await initializeWith(mcp, { name: 'n'.repeat(256), version: '1' }, { experimental: { blob: 'b'.repeat(10_000) } });
     expect(fine.body.result.protocolVersion).toBe('2025-11-25');
     expect(sessionCount()).toBe(before + 1);
+  });
+
+  it('refuses a client name or version that cannot be kept and shown as text, in both eras, storing nothing', async () => {
+    const token = createToken(server, 'odd-client@example.com');
+    const mcp = new RawMcp(server.mcpUrl, token);
+    const tasksOf = () => (server.db().prepare("SELECT count(*) AS n FROM tasks t JOIN users u ON u.id = t.user_id WHERE u.email = 'odd-client@example.com'").get() as { n: number }).n;
+    const before = sessionCount();
+    // U+0000 cannot be stored in PostgreSQL's text at all; a lone surrogate cannot go into its JSON.
+    for (const [clientInfo, field, why] of [
+      [{ name: 'a\u0000b', version: '1' }, 'clientInfo.name', 'control characters'],
+      [{ name: 'x', version: '1\n2' }, 'clientInfo.version', 'control characters'],
+      [{ name: '\uD800', version: '1' }, 'clientInfo.name', 'lone surrogate'],
+      [{ name: 'x', version: 'v\uDFFF' }, 'clientInfo.version', 'lone surrogate'],
+    ] as const) {
+      const refused = await initializeWith(mcp, clientInfo);
+      expect(refused.status).toBe(200);
+      expect(refused.body.error).toMatchObject({ code: -32602, message: expect.stringContaining(field) });
+      expect(refused.body.error.message).toContain(why);
+      expect(refused.headers.get('mcp-session-id')).toBeNull();
+
+      const modern = new ModernMcp(server.mcpUrl, token, {}, clientInfo);
+      const call = await modern.request('tools/call', { name: 'delay', arguments: { seconds: 0 }, task: {} });
+      expect(call.status).toBe(400);
+      expect(call.body.error).toMatchObject({ code: -32602, message: expect.stringContaining(`_meta.io.modelcontextprotocol/clientInfo`) });
+      expect(call.body.error.message).toContain(why);
+    }
+    expect(sessionCount()).toBe(before);
+    expect(tasksOf()).toBe(0);
+    // Names beyond ASCII are welcome: an emoji (a surrogate pair) and accents are kept as given.
+    const fine = await initializeWith(mcp, { name: 'Zoë 🤖', version: '1.0' });
+    expect(fine.body.result.protocolVersion).toBe('2025-11-25');
+    await new ModernMcp(server.mcpUrl, token, {}, { name: 'Zoë 🤖', version: '1.0' }).call('tools/call', { name: 'delay', arguments: { seconds: 0 }, task: {} });
+    expect(server.db().prepare("SELECT client_name FROM tasks t JOIN users u ON u.id = t.user_id WHERE u.email = 'odd-client@example.com'").all()).toEqual([{ client_name: 'Zoë 🤖' }]);
   });
 
   it('deletes the rows of ended sessions in the sweep', async () => {

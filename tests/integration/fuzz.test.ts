@@ -86,13 +86,22 @@ afterAll(async () => {
 });
 
 async function fuzz(numRuns: number, seed?: number): Promise<void> {
-  await fc.assert(
-    fc.asyncProperty(fc.array(fuzzRequest(targets), { minLength: requestsPerRun, maxLength: requestsPerRun }), async (requests) => {
-      const problems = (await Promise.all(requests.map((request) => sendFuzzRequest(targets.mcpUrl, request)))).filter(Boolean);
-      if (problems.length > 0) throw new Error(problems.join('\n'));
-    }),
-    { numRuns, seed, endOnFailure: true },
-  );
+  let firstProblems: string | undefined;
+  try {
+    await fc.assert(
+      fc.asyncProperty(fc.array(fuzzRequest(targets), { minLength: requestsPerRun, maxLength: requestsPerRun }), async (requests) => {
+        const problems = (await Promise.all(requests.map((request) => sendFuzzRequest(targets.mcpUrl, request)))).filter(Boolean);
+        if (problems.length === 0) return;
+        firstProblems ??= problems.join('\n');
+        throw new Error(problems.join('\n'));
+      }),
+      { numRuns, seed, endOnFailure: true },
+    );
+  } catch (error) {
+    // fast-check's message leads with the counterexample, which can run to megabytes: say what was wrong first.
+    if (firstProblems === undefined) throw error;
+    throw new Error(`${firstProblems.slice(0, 2000)}\n${error instanceof Error ? error.message.slice(0, 2000) : error}`);
+  }
 }
 
 describe('fuzzing the endpoint with generated requests', () => {

@@ -109,6 +109,19 @@ const progressToken = z.union([z.string(), z.number()]);
 export const clientInfoLimits = { maxNameLength: 256, maxCapabilitiesBytes: 16 * 1024 } as const;
 
 /**
+ * A client's name or version, kept as text with its session and its tasks and shown in the dashboard,
+ * in e-mails and in the log: no control characters (PostgreSQL's text cannot hold U+0000 at all).
+ */
+const clientLabel = z
+  .string()
+  .max(clientInfoLimits.maxNameLength)
+  .regex(/^[^\u0000-\u001f\u007f]*$/, 'must not hold control characters')
+  .refine((text) => text.isWellFormed(), 'must be well-formed Unicode (it holds a lone surrogate)');
+
+/** The clientInfo of initialize, and of a 2026-07-28 request's `_meta`. */
+export const clientInfoSchema = z.object({ name: clientLabel, version: clientLabel }).loose();
+
+/**
  * How deeply a message may nest objects and arrays. JSON.parse takes any depth, but writing such a
  * value back (to store it, to measure it) overflows the stack: deeper messages are refused at once.
  */
@@ -136,9 +149,7 @@ export const initializeParamsSchema = z.object({
     .refine((capabilities) => JSON.stringify(capabilities).length <= clientInfoLimits.maxCapabilitiesBytes, {
       error: `must be at most ${clientInfoLimits.maxCapabilitiesBytes} bytes of JSON`,
     }),
-  clientInfo: z
-    .object({ name: z.string().max(clientInfoLimits.maxNameLength), version: z.string().max(clientInfoLimits.maxNameLength) })
-    .loose(),
+  clientInfo: clientInfoSchema,
 });
 
 export const callToolParamsSchema = z.object({

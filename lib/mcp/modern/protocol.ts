@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { logLevels, type LogLevel } from '@/lib/tools/define';
 import { elicitationModeOf } from '../core/elicitation-modes';
 import { ErrorCode, HttpError } from '../core/errors';
-import { clientInfoLimits, describeIssues, supportedProtocolVersions as legacyProtocolVersions } from '../core/schema';
+import { clientInfoLimits, clientInfoSchema, describeIssues, supportedProtocolVersions as legacyProtocolVersions } from '../core/schema';
 
 /** The modern revisions this server speaks: stateless, every request carrying its version in `_meta`. */
 export const modernProtocolVersions = ['2026-07-28'] as const;
@@ -35,10 +35,7 @@ export interface ModernClient {
 const requestMetaSchema = z
   .object({
     [metaKey.protocolVersion]: z.string().max(64),
-    [metaKey.clientInfo]: z
-      .object({ name: z.string().max(clientInfoLimits.maxNameLength), version: z.string().max(clientInfoLimits.maxNameLength) })
-      .loose()
-      .optional(),
+    [metaKey.clientInfo]: clientInfoSchema.optional(),
     [metaKey.clientCapabilities]: z
       .record(z.string(), z.unknown())
       .refine((capabilities) => JSON.stringify(capabilities).length <= clientInfoLimits.maxCapabilitiesBytes, {

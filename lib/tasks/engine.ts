@@ -93,6 +93,13 @@ const partialOutputChars = 64 * 1024;
 const truncationMark = '…\n';
 
 /** The output with `text` added, its start dropped (and marked) once it grows past the bound. */
+/**
+ * A tool's own words as a task keeps them (its progress, status, output and failure): U+FFFD for what
+ * no database here holds as text, U+0000 (PostgreSQL refuses it) and lone surrogates (its JSON refuses
+ * them; SQLite would keep their bytes, which read back as garbage).
+ */
+export const storableText = (text: string): string => text.toWellFormed().replaceAll('\u0000', '\uFFFD');
+
 function appendOutput(output: string | null, text: string): string {
   const whole = (output ?? '') + text;
   return whole.length <= partialOutputChars ? whole : truncationMark + whole.slice(whole.length - partialOutputChars + truncationMark.length);
@@ -465,19 +472,20 @@ export class TaskEngine {
       userId: row.userId,
       resumedFrom,
       noteUpstreamTask: (upstreamTaskId, upstreamSessionId) => setTaskUpstream(row.id, upstreamTaskId, upstreamSessionId),
-      progress: (done, total, message) => {
+      progress: (done, total, rawMessage) => {
         if (controller.signal.aborted) return;
+        const message = rawMessage === undefined ? undefined : storableText(rawMessage);
         const updated = progress.report({ progress: done, progressTotal: total ?? null, progressMessage: message ?? null });
         if (updated) publishTaskEvent(this.bus, { type: 'task-progress', task: updated, progress: done, total, message });
       },
       status: (message) => {
         if (controller.signal.aborted) return;
-        const updated = progress.report({ statusMessage: message });
+        const updated = progress.report({ statusMessage: storableText(message) });
         if (updated) this.announce(updated, false);
       },
       // Kept with the task; the progress report that follows it publishes the change.
       output: (text) => {
-        if (!controller.signal.aborted) progress.report({ partialOutput: appendOutput(row.partialOutput, text) });
+        if (!controller.signal.aborted) progress.report({ partialOutput: appendOutput(row.partialOutput, storableText(text)) });
       },
       log: (level, data, logger) => {
         if (controller.signal.aborted) return;
@@ -558,10 +566,10 @@ export class TaskEngine {
     let statusMessage = 'The task completed.';
     if (error) {
       to = 'failed';
-      statusMessage = `Tool execution failed: ${error.message}`;
+      statusMessage = storableText(`Tool execution failed: ${error.message}`);
     } else if (result?.isError) {
       to = 'failed';
-      statusMessage = `Tool execution failed: ${firstText(result) ?? 'the tool returned an error result'}`;
+      statusMessage = storableText(`Tool execution failed: ${firstText(result) ?? 'the tool returned an error result'}`);
     }
     // One commit: the outcome, its event and the withdrawn questions; published once committed.
     const change: TaskTransition = {

@@ -128,18 +128,29 @@ export async function startMisbehavingUpstream(): Promise<{ url: string; close()
     if (req.method !== 'POST') return void res.writeHead(405).end();
     let body = '';
     for await (const chunk of req) body += chunk;
-    const message = JSON.parse(body) as { id?: number; method: string; params?: { name?: string } };
+    const message = JSON.parse(body) as { id?: number; method: string; params?: { name?: string; _meta?: { progressToken?: string | number } } };
     if (message.id === undefined) return void res.writeHead(202).end();
     const reply = (result: unknown) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: message.id, ...(result as object) }));
     if (message.method === 'initialize') {
       return reply({ result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'misbehaving', version: '1.0.0' } } });
     }
-    if (message.method === 'tools/list') return reply({ result: { tools: ['garbage', 'huge', 'silent', 'error'].map(tool) } });
+    if (message.method === 'tools/list') return reply({ result: { tools: ['garbage', 'huge', 'silent', 'error', 'unstorable', 'unstorable_error'].map(tool) } });
     if (message.method !== 'tools/call') return reply({ error: { code: -32601, message: 'Method not found' } });
     const name = message.params?.name;
     if (name === 'garbage') return reply({ result: { content: 'not a list of blocks' } });
     if (name === 'huge') return reply({ result: { content: [{ type: 'text', text: 'x'.repeat(5 * 1024 * 1024) }] } });
     if (name === 'error') return reply({ error: { code: -32000, message: 'the upstream broke' } });
+    // Text no PostgreSQL text column can hold (U+0000) or its JSON can take (a lone surrogate): in its
+    // progress, its output and its failure.
+    const unstorable = 'nul \u0000 and a lone \uD800 surrogate';
+    if (name === 'unstorable_error') return reply({ error: { code: -32000, message: unstorable } });
+    if (name === 'unstorable') {
+      const event = (payload: unknown) => `event: message\ndata: ${JSON.stringify(payload)}\n\n`;
+      const progressToken = message.params?._meta?.progressToken;
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      if (progressToken !== undefined) res.write(event({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken, progress: 1, total: 2, message: unstorable } }));
+      return void res.end(event({ jsonrpc: '2.0', id: message.id, result: { content: [{ type: 'text', text: unstorable }], isError: true } }));
+    }
     // silent: holds the request open and never answers.
   });
   await new Promise<void>((resolve) => httpServer.listen(0, '127.0.0.1', resolve));

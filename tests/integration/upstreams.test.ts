@@ -276,6 +276,29 @@ describe('an upstream that misbehaves', () => {
   }, 60_000);
 });
 
+describe('an upstream whose words cannot be stored as they are', () => {
+  it('has its progress and failure kept with U+FFFD for what the database cannot hold, the task ended, never stuck', async () => {
+    const { client, close } = await connectSdkClient(server.mcpUrl, token);
+    try {
+      const progress: Array<string | undefined> = [];
+      const failed = await client.callTool({ name: 'bad__unstorable', arguments: {} }, CallToolResultSchema, { timeout: 30_000, onprogress: (event) => progress.push(event.message) });
+      expect(failed.isError).toBe(true);
+      // The result is kept exactly, as JSON; the words kept as text have U+FFFD in their place, on either database.
+      expect(textOf(failed)).toBe('nul \u0000 and a lone \uD800 surrogate');
+      expect(progress.length).toBeGreaterThan(0);
+      expect(new Set(progress)).toEqual(new Set(['nul \uFFFD and a lone \uFFFD surrogate']));
+      const [row] = taskRowsOf('bad__unstorable');
+      expect(row).toMatchObject({ status: 'failed', statusMessage: 'Tool execution failed: nul \uFFFD and a lone \uFFFD surrogate' });
+      expect(server.db().prepare('SELECT progress_message AS m FROM tasks WHERE id = ?').get(row.id)).toEqual({ m: 'nul \uFFFD and a lone \uFFFD surrogate' });
+      const broken = await client.callTool({ name: 'bad__unstorable_error', arguments: {} }, CallToolResultSchema, { timeout: 30_000 });
+      expect(textOf(broken)).toContain('nul');
+      expect(taskRowsOf('bad__unstorable_error')[0]).toMatchObject({ status: 'failed', statusMessage: expect.stringContaining('nul \uFFFD and a lone \uFFFD surrogate') });
+    } finally {
+      await close();
+    }
+  }, 60_000);
+});
+
 describe("an upstream's list of tools", () => {
   it('changing is passed on to a session with its stream open, and to a 2026-07-28 subscription', async () => {
     const { client, close } = await connectSdkClient(server.mcpUrl, token);

@@ -92,14 +92,14 @@ const maxOutcomesWaiting = 1_000;
 const partialOutputChars = 64 * 1024;
 const truncationMark = '…\n';
 
-/** The output with `text` added, its start dropped (and marked) once it grows past the bound. */
 /**
  * A tool's own words as a task keeps them (its progress, status, output and failure): U+FFFD for what
  * no database here holds as text, U+0000 (PostgreSQL refuses it) and lone surrogates (its JSON refuses
  * them; SQLite would keep their bytes, which read back as garbage).
  */
-export const storableText = (text: string): string => text.toWellFormed().replaceAll('\u0000', '\uFFFD');
+const storableText = (text: string): string => text.toWellFormed().replaceAll('\u0000', '\uFFFD');
 
+/** The output with `text` added, its start dropped (and marked) once it grows past the bound. */
 function appendOutput(output: string | null, text: string): string {
   const whole = (output ?? '') + text;
   return whole.length <= partialOutputChars ? whole : truncationMark + whole.slice(whole.length - partialOutputChars + truncationMark.length);

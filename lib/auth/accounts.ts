@@ -30,7 +30,11 @@ export async function registerUser(input: { email: unknown; password: unknown; n
   if (!email.success) return { ok: false, field: 'email', message: email.error.issues[0].message };
   const password = passwordSchema.safeParse(input.password);
   if (!password.success) return { ok: false, field: 'password', message: password.error.issues[0].message };
-  const name = typeof input.name === 'string' && input.name.trim() ? input.name.trim().slice(0, 100) : null;
+  const givenName = typeof input.name === 'string' ? input.name.trim() : '';
+  // Shown on pages and in e-mails, and kept as text (PostgreSQL's holds no U+0000).
+  if (/[\u0000-\u001f\u007f]/.test(givenName)) return { ok: false, field: 'name', message: 'A name cannot hold control characters.' };
+  // At most 100 characters, never cut between the halves of one.
+  const name = givenName ? Array.from(givenName.toWellFormed()).slice(0, 100).join('') : null;
   // Hashed before looking the email up: saying that an account exists costs a hash, as a sign-in does.
   const passwordHash = await hashPassword(password.data);
   if (await getUserByEmail(email.data)) {

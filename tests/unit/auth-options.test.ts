@@ -379,6 +379,18 @@ describe('email and password sign-in', () => {
 });
 
 describe('sign-up', () => {
+  it('refuses a name holding a control character, creating no account, and cuts a long one between characters', async () => {
+    const email = freshEmail('named');
+    for (const name of ['Ada\u0000', 'Ada\nLovelace', 'Ada\u007f']) {
+      expect(await registerUser({ email, password: 'a long enough password', name })).toEqual({ ok: false, field: 'name', message: 'A name cannot hold control characters.' });
+    }
+    expect(await getUserByEmail(email)).toBeUndefined();
+    // 101 emoji, each two UTF-16 units: the name keeps the first 100 whole, with no half of one left over.
+    const made = await registerUser({ email, password: 'a long enough password', name: `  ${'🤖'.repeat(101)}  ` });
+    if (!made.ok) throw new Error(made.message);
+    expect((await getUserByEmail(email))!.name).toBe('🤖'.repeat(100));
+  });
+
   it('says an email has an account only after a full-cost hash, as a sign-in would spend', async () => {
     const taken = await createUser({ email: freshEmail('taken'), passwordHash: await hashPassword('the owner’s password') });
     scryptCalls.costs = [];

@@ -125,6 +125,46 @@ function instructionsFor(protocolVersion: string): string {
 }
 
 /**
+ * What a method handler gets besides its params. A class, not an object literal: V8 gives each literal
+ * with a getter of its own a hidden class of its own, made where only a full collection frees it, and a
+ * request's signal must stay a getter (it is made only when read, LazyAbort).
+ */
+class LegacyRequest implements RequestContext {
+  readonly engine: RequestContext['engine'];
+  readonly userId: string;
+  readonly heartbeatMs: number;
+  readonly answerWindowOf: RequestContext['answerWindowOf'];
+  readonly questionRelaysSettled: RequestContext['questionRelaysSettled'];
+  readonly send: RequestContext['send'];
+  readonly openStream: RequestContext['openStream'];
+  readonly isStreamRead: RequestContext['isStreamRead'];
+  readonly disconnect: RequestContext['disconnect'];
+
+  constructor(
+    ctx: McpContext,
+    readonly session: McpSession,
+    caller: Caller,
+    readonly requestId: string | number,
+    private readonly cancel: LazyAbort,
+    outlet: Pick<RequestContext, 'questionRelaysSettled' | 'send' | 'openStream' | 'isStreamRead' | 'disconnect'>,
+  ) {
+    this.engine = ctx.engine;
+    this.userId = caller.userId;
+    this.heartbeatMs = ctx.heartbeatMs;
+    this.answerWindowOf = ctx.answerWithinMs;
+    this.questionRelaysSettled = outlet.questionRelaysSettled;
+    this.send = outlet.send;
+    this.openStream = outlet.openStream;
+    this.isStreamRead = outlet.isStreamRead;
+    this.disconnect = outlet.disconnect;
+  }
+
+  get signal(): AbortSignal {
+    return this.cancel.signal;
+  }
+}
+
+/**
  * Answers one request: as JSON when the result is all there is, or as an SSE stream once the method
  * must send messages first or wait long (then the result is the stream's last event). The stream's
  * events have ids and go through the session's outbox, so a client that loses the stream resumes it
@@ -164,16 +204,7 @@ async function respond(
   const cancel = new LazyAbort({ onAbort: () => openStream() });
   const key = inFlightKey(session.id, message.id);
   inFlight.set(key, cancel);
-  const requestContext: RequestContext = {
-    engine: ctx.engine,
-    session,
-    userId: caller.userId,
-    requestId: message.id,
-    get signal() {
-      return cancel.signal;
-    },
-    heartbeatMs: ctx.heartbeatMs,
-    answerWindowOf: ctx.answerWithinMs,
+  const requestContext = new LegacyRequest(ctx, session, caller, message.id, cancel, {
     questionRelaysSettled: (taskId) => ctx.streams.questionRelaysSettled(taskId),
     send: (outgoing) => {
       openStream();
@@ -184,7 +215,7 @@ async function respond(
     disconnect: () => {
       if (stream) ctx.streams.disconnectResponse(streamKey);
     },
-  };
+  });
 
   let trouble: StorageTrouble | undefined;
   const reply = (async () => {

@@ -110,29 +110,49 @@ function failure(error: unknown, method: string): { status: number; error: JsonR
   return { status: 500, error: { code: ErrorCode.InternalError, message: `Internal error while handling ${method}` } };
 }
 
-function modernCall(
-  message: JsonRpcRequest,
-  ctx: McpContext,
-  caller: Caller,
-  client: ModernClient,
-  cancel: { readonly signal: AbortSignal },
-  outlet: Pick<ModernCall, 'send' | 'isStreamRead' | 'openStream' | 'holdStreamPlace'>,
-): ModernCall {
-  return {
-    engine: ctx.engine,
-    userId: caller.userId,
-    tokenId: caller.tokenId,
-    client,
-    requestId: message.id,
-    // Read only by what can be stopped: a request that never reads it never makes it.
-    get signal() {
-      return cancel.signal;
-    },
-    serverVersion: ctx.serverVersion,
-    heartbeatMs: ctx.heartbeatMs,
-    roundWaitMs: ctx.roundWaitMs,
-    ...outlet,
-  };
+/**
+ * What a method handler gets besides its params. A class, not an object literal: V8 gives each literal
+ * with a getter of its own a hidden class of its own, made where only a full collection frees it, and a
+ * request's signal must stay a getter (read only by what can be stopped: a request that never reads it
+ * never makes it).
+ */
+class ModernRequest implements ModernCall {
+  readonly engine: ModernCall['engine'];
+  readonly userId: string;
+  readonly tokenId: string;
+  readonly requestId: ModernCall['requestId'];
+  readonly serverVersion: string;
+  readonly heartbeatMs: number;
+  readonly roundWaitMs: number;
+  readonly send: ModernCall['send'];
+  readonly isStreamRead: ModernCall['isStreamRead'];
+  readonly openStream: ModernCall['openStream'];
+  readonly holdStreamPlace: ModernCall['holdStreamPlace'];
+
+  constructor(
+    message: JsonRpcRequest,
+    ctx: McpContext,
+    caller: Caller,
+    readonly client: ModernClient,
+    private readonly cancel: { readonly signal: AbortSignal },
+    outlet: Pick<ModernCall, 'send' | 'isStreamRead' | 'openStream' | 'holdStreamPlace'>,
+  ) {
+    this.engine = ctx.engine;
+    this.userId = caller.userId;
+    this.tokenId = caller.tokenId;
+    this.requestId = message.id;
+    this.serverVersion = ctx.serverVersion;
+    this.heartbeatMs = ctx.heartbeatMs;
+    this.roundWaitMs = ctx.roundWaitMs;
+    this.send = outlet.send;
+    this.isStreamRead = outlet.isStreamRead;
+    this.openStream = outlet.openStream;
+    this.holdStreamPlace = outlet.holdStreamPlace;
+  }
+
+  get signal(): AbortSignal {
+    return this.cancel.signal;
+  }
 }
 
 /**
@@ -180,7 +200,7 @@ async function respond(method: ModernMethod, message: JsonRpcRequest, request: M
     stream.signal.addEventListener('abort', () => cancel.abort(new DOMException('The client closed the stream', 'AbortError')), { once: true });
     markStreamed();
   };
-  const call = modernCall(message, ctx, caller, client, cancel, {
+  const call = new ModernRequest(message, ctx, caller, client, cancel, {
     send: (outgoing) => {
       openStream();
       stream!.send(outgoing);
@@ -237,7 +257,7 @@ async function openSubscription(message: JsonRpcRequest, ctx: McpContext, caller
   const controller = new AbortController();
   const key = `modern\u0000${randomUUID()}`;
   inFlight.set(key, controller);
-  const call = modernCall(message, ctx, caller, client, controller, {
+  const call = new ModernRequest(message, ctx, caller, client, controller, {
     send: (outgoing) => stream.send(outgoing),
     isStreamRead: () => !stream.closed,
     openStream: () => {},

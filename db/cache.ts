@@ -18,7 +18,9 @@ import { subscribeNotifications } from './notify';
  *   emptied when it comes back.
  */
 export class RowCache<K, V> {
-  private readonly entries = new Map<K, { value: V; storedAt: number }>();
+  private readonly entries = new Map<K, { value: V; storedAt: number; insertedAs: number }>();
+  /** Entries inserted so far: an entry's `insertedAs` tells how many came after it, so how near eviction it is. */
+  private insertions = 0;
   /** The entry of each row, by the row's own key, for a cache keyed otherwise (`rowKeyOf`). */
   private readonly keysByRow = new Map<string, K>();
   /** How many times entries were dropped: a read that began before a drop may hold what it dropped. */
@@ -40,9 +42,15 @@ export class RowCache<K, V> {
       this.remove(key);
       return undefined;
     }
-    // Re-inserting keeps the Map in least-recently-used order.
-    this.entries.delete(key);
-    this.entries.set(key, hit);
+    // Re-inserting keeps the Map in least-recently-used order. An entry still among the newest half is
+    // left where it is: moving it on every read replaced the Map's table every few reads, and a table held
+    // by a long-lived Map outlives young collections. So a row read is kept for at least half of
+    // `maxEntries` insertions after that read, rather than all of them.
+    if (this.insertions - hit.insertedAs > this.maxEntries / 2) {
+      this.entries.delete(key);
+      hit.insertedAs = ++this.insertions;
+      this.entries.set(key, hit);
+    }
     return hit.value;
   }
 
@@ -62,7 +70,7 @@ export class RowCache<K, V> {
   set(key: K, value: V | undefined, stamp: number): void {
     this.remove(key);
     if (value === undefined || stamp !== this.drops) return;
-    this.entries.set(key, { value, storedAt: Date.now() });
+    this.entries.set(key, { value, storedAt: Date.now(), insertedAs: ++this.insertions });
     if (this.rowKeyOf) this.keysByRow.set(this.rowKeyOf(value), key);
     if (this.entries.size > this.maxEntries) this.remove(this.entries.keys().next().value as K);
   }

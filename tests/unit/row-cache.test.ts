@@ -38,3 +38,25 @@ describe('RowCache', () => {
     expect(cache.peek('token-hash')).toBeUndefined();
   });
 });
+
+describe('RowCache eviction', () => {
+  it('evicts the entry read least recently, and keeps one read since', () => {
+    const cache = rowCache<string, number>('test-eviction-order', 4, 60_000);
+    for (const [index, key] of ['a', 'b', 'c', 'd'].entries()) cache.set(key, index, cache.stamp());
+    // "a" is the oldest entry; reading it makes "b" the one read least recently.
+    expect(cache.peek('a')).toBe(0);
+    cache.set('e', 4, cache.stamp());
+    expect(['a', 'b', 'c', 'd', 'e'].map((key) => cache.peek(key))).toEqual([0, undefined, 2, 3, 4]);
+  });
+
+  it('keeps a row that every other request reads, however many others pass through', () => {
+    const cache = rowCache<string, number>('test-hot-entry', 8, 60_000);
+    cache.set('hot', 1, cache.stamp());
+    for (let i = 0; i < 100; i += 1) {
+      cache.set(`cold-${i}`, i, cache.stamp());
+      expect(cache.peek('hot')).toBe(1);
+    }
+    expect(cache.peek('cold-91')).toBeUndefined();
+    expect(cache.peek('cold-99')).toBe(99);
+  });
+});

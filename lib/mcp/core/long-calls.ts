@@ -5,6 +5,7 @@ import { isTerminal } from '@/lib/tasks/states';
 import { taskStatuses } from '@/db/schema';
 import { isRpcError } from './errors';
 import { runToolNow } from './tool-calls';
+import { isoTimestamp } from './timestamps';
 
 /**
  * Calls that outlast their client's own timeout. Most clients have no tasks and give up on a request
@@ -198,8 +199,8 @@ function statusOf(task: Pick<TaskRow, 'id' | 'toolName' | 'status' | 'statusMess
     toolName: task.toolName,
     status: task.status,
     ...(task.statusMessage ? { statusMessage: task.statusMessage } : {}),
-    createdAt: new Date(task.createdAt).toISOString(),
-    lastUpdatedAt: new Date(task.lastUpdatedAt).toISOString(),
+    createdAt: isoTimestamp(task.createdAt),
+    lastUpdatedAt: isoTimestamp(task.lastUpdatedAt),
   };
 }
 

@@ -1,5 +1,6 @@
 import { isTaskError, type TaskRow, type TaskStatusRow } from '@/lib/tasks/engine';
 import { ErrorCode, RpcError } from './errors';
+import { isoTimestamp } from './timestamps';
 
 export const relatedTaskKey = 'io.modelcontextprotocol/related-task';
 export const modelImmediateResponseKey = 'io.modelcontextprotocol/model-immediate-response';
@@ -10,8 +11,8 @@ export function toTask(row: TaskStatusRow) {
     taskId: row.id,
     status: row.status,
     ...(row.statusMessage !== null ? { statusMessage: row.statusMessage } : {}),
-    createdAt: new Date(row.createdAt).toISOString(),
-    lastUpdatedAt: new Date(row.lastUpdatedAt).toISOString(),
+    createdAt: isoTimestamp(row.createdAt),
+    lastUpdatedAt: isoTimestamp(row.lastUpdatedAt),
     ttl: row.ttlMs,
     pollInterval: row.pollIntervalMs,
   };

@@ -6,6 +6,7 @@ import { topics, type BusEvent, type EventBus } from '@/lib/tasks/bus';
 import { isTerminal } from '@/lib/tasks/states';
 import type { McpContext } from '../core/context';
 import { unknownTaskWords } from '../core/long-calls';
+import { isoTimestamp } from '../core/timestamps';
 import { handleMcp } from './endpoint';
 import { getRateLimits } from './rate-limit';
 import { isStreamReply, type McpHttpRequest, type McpReply } from './exchange';
@@ -65,17 +66,14 @@ function lineBatches(fd: number) {
   };
 }
 
-/**
- * pino's ISO time, made once a millisecond: a busy server writes several lines in each, and a Date
- * (wrapped by Next.js in this process) costs more than the rest of the line's fields together.
- */
+/** pino's ISO time, made once a millisecond: a busy server writes several lines in each. */
 let timeMs = -1;
 let timeField = '';
 function isoTime(): string {
   const now = Date.now();
   if (now !== timeMs) {
     timeMs = now;
-    timeField = `,"time":"${new Date(now).toISOString()}"`;
+    timeField = `,"time":"${isoTimestamp(now)}"`;
   }
   return timeField;
 }

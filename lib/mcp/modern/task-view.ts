@@ -1,6 +1,7 @@
 import type { TaskRow } from '@/lib/tasks/engine';
 import type { TaskInputRow } from '@/lib/tasks/inputs';
 import { linkToAnswer } from '../core/elicitation-modes';
+import { isoTimestamp } from '../core/timestamps';
 import { canBeAsked, receivesLink, type ModernClient } from './protocol';
 
 /**
@@ -26,8 +27,8 @@ export function toModernTask(row: TaskRow) {
     taskId: row.id,
     status: modernStatusOf(row),
     ...(row.statusMessage !== null ? { statusMessage: row.statusMessage } : {}),
-    createdAt: new Date(row.createdAt).toISOString(),
-    lastUpdatedAt: new Date(row.lastUpdatedAt).toISOString(),
+    createdAt: isoTimestamp(row.createdAt),
+    lastUpdatedAt: isoTimestamp(row.lastUpdatedAt),
     ttlMs: row.ttlMs,
     pollIntervalMs: row.pollIntervalMs,
   };

@@ -22,12 +22,23 @@ export function httpErrorReply(error: HttpError, id: RequestId | null = null): M
   return jsonReply(rpcErrorBody(id, { code: error.rpcCode, message: error.message, ...data }), error.status, error.headers);
 }
 
-/** The media types an Accept header lists (parameters and q-values dropped). */
-function acceptedTypes(request: McpHttpRequest): string[] {
-  return (request.header('accept') ?? '')
-    .split(',')
-    .map((part) => part.split(';')[0].trim().toLowerCase())
-    .filter(Boolean);
+let lastAcceptHeader: string | undefined;
+let lastAcceptedTypes: readonly string[] = [];
+
+/**
+ * The media types an Accept header lists (parameters and q-values dropped). A client sends the same
+ * header with every request, so the last one read is kept with its types.
+ */
+function acceptedTypes(request: McpHttpRequest): readonly string[] {
+  const header = request.header('accept') ?? '';
+  if (header !== lastAcceptHeader) {
+    lastAcceptedTypes = header
+      .split(',')
+      .map((part) => part.split(';')[0].trim().toLowerCase())
+      .filter(Boolean);
+    lastAcceptHeader = header;
+  }
+  return lastAcceptedTypes;
 }
 
 export function accepts(request: McpHttpRequest, mediaType: string): boolean {

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import {
   getAccessTokenByHash,
   getAccessTokenById,
@@ -11,6 +11,7 @@ import {
 } from '@/db/queries/tokens';
 import { isOAuthAccessTokenActive, oauthTokenIdPrefix, verifyOAuthAccessToken } from './oauth/access-tokens';
 import { unlessStorageTrouble } from '@/lib/storage/persist';
+import { sha256Hex } from './sha256';
 
 export const tokenPrefix = 'mcp_pat_';
 /** 32 random bytes (256 bits), base64url: 43 characters after the prefix. */
@@ -19,7 +20,7 @@ const tokenPattern = /^mcp_pat_[A-Za-z0-9_-]{43}$/;
 const lastUsedResolutionMs = 60 * 1000;
 
 export function hashToken(token: string): string {
-  return createHash('sha256').update(token).digest('hex');
+  return sha256Hex(token);
 }
 
 /** Creates a personal access token; the clear token is given once and never stored. */

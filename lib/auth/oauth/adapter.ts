@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import {
   consumeOAuthRecord,
@@ -9,10 +9,11 @@ import {
   revokeOAuthGrant,
   upsertOAuthRecord,
 } from '@/db/queries/oauth';
+import { sha256Hex } from '../sha256';
 
 /** Rows are found by a hash of the provider's id: for codes and tokens that id is the secret itself. */
 export function hashOAuthId(id: string): string {
-  return createHash('sha256').update(id).digest('hex');
+  return sha256Hex(id);
 }
 
 const clientSecretHashPrefix = 'sha256:';

@@ -158,7 +158,7 @@ export function postgresTables(results: PostgresResults, sqliteRows: ThroughputR
     '',
     `### Where the CPU goes (PostgreSQL rows; SQLite for comparison)`,
     '',
-    `CPU seconds used during each ${throughputConfig.seconds} s cell, and in brackets CPU ms per request: the instances' Node processes (each instance's process group, /proc/<pid>/stat utime + stime), HAProxy (its process, all threads), PostgreSQL (every process named \`postgres\` on the machine, plus the reaped children of each postmaster: any other use of PostgreSQL on the machine meanwhile would count too) and the load generator (this process, autocannon: process.cpuUsage). The last column is the sum over the wall time of the ${cores} cores.`,
+    `CPU seconds used during each ${throughputConfig.seconds} s cell, and in brackets CPU ms per request: the instances' Node processes (each instance's process group, /proc/<pid>/stat utime + stime), HAProxy (its process, all threads), PostgreSQL (every process named \`postgres\` on the machine, plus the reaped children of each postmaster: any other use of PostgreSQL on the machine meanwhile would count too) and the load generator (${throughputConfig.loadGenerator === 'wrk' ? 'its process' : 'this process, autocannon: process.cpuUsage'}). The last column is the sum over the wall time of the ${cores} cores.`,
     '',
     markdownTable(['setup', 'request', 'req/s', 'Node instances', 'HAProxy', 'PostgreSQL', 'load generator', 'all of the machine'], cpuRows),
     '',

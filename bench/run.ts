@@ -58,6 +58,9 @@ function throughputTable(rows: ThroughputRow[]): string {
   const ours = servers.find((name) => name.includes('production'))!;
   const scenarios = [...new Set(rows.filter((row) => row.server === ours).map((row) => row.scenario))];
   const cell = (server: string, scenario: string) => rows.find((row) => row.server === server && row.scenario === scenario);
+  const ms = (value: number) => fmt(value, value < 10 ? 1 : 0);
+  const cpuPerRequest = (row: ThroughputRow | undefined) => (row ? fmtInt((row.cpu.node / row.requests) * 1e6) : '–');
+  const bare = rows.find((row) => row.server.startsWith('bare'));
   const lines = scenarios.map((scenario) => {
     const mine = cell(ours, scenario)!;
     const theirs = cell(reference, scenario);
@@ -65,16 +68,17 @@ function throughputTable(rows: ThroughputRow[]): string {
       scenario,
       ...servers.filter((server) => !server.startsWith('bare')).map((server) => {
         const row = cell(server, scenario);
-        return row ? `${fmtInt(row.requestsPerSecond)} (p50 ${row.p50}, p99 ${row.p99} ms${row.errors ? `, ${row.errors} errors` : ''})` : '–';
+        return row ? `${fmtInt(row.requestsPerSecond)} (p50 ${ms(row.p50)}, p99 ${ms(row.p99)} ms${row.errors ? `, ${row.errors} errors` : ''})` : '–';
       }),
       theirs ? `${fmt(mine.requestsPerSecond / theirs.requestsPerSecond, 1)}×` : '–',
       `${fmt((mine.requestsPerSecond / ceiling) * 100, 0)} %`,
+      `${cpuPerRequest(mine)} / ${cpuPerRequest(theirs)}`,
     ];
   });
   return [
-    `Ceiling: bare \`node:http\` fixed reply ${fmtInt(ceiling)} req/s.`,
+    `Ceiling: bare \`node:http\` fixed reply ${fmtInt(ceiling)} req/s, ${cpuPerRequest(bare)} µs of server CPU per request.`,
     '',
-    markdownTable(['request', ...servers.filter((server) => !server.startsWith('bare')), 'ours ÷ reference', 'ours ÷ ceiling'], lines),
+    markdownTable(['request', ...servers.filter((server) => !server.startsWith('bare')), 'ours ÷ reference', 'ours ÷ ceiling', 'server CPU µs per request: ours / reference'], lines),
   ].join('\n');
 }
 
@@ -288,7 +292,7 @@ async function main(): Promise<void> {
   let rows: ThroughputRow[] = [];
   if (!config.only || config.only === 'throughput') {
     rows = await measureThroughput(log);
-    output.push(`## Throughput (${throughputConfig.connections} connections, ${throughputConfig.seconds} s per cell after ${throughputConfig.warmUpSeconds} s of warm-up, autocannon)`, '', throughputTable(rows), '');
+    output.push(`## Throughput (${throughputConfig.connections} connections, ${throughputConfig.seconds} s per cell after ${throughputConfig.warmUpSeconds} s of warm-up, ${throughputConfig.loadGenerator})`, '', throughputTable(rows), '');
     const settings = await measureCommitSettings(log);
     output.push(
       '### Creating a task under each commit setting (SQLite, npm start)',
@@ -303,7 +307,7 @@ async function main(): Promise<void> {
   if (!config.only || config.only === 'postgres') {
     const results = await measurePostgres(log);
     output.push(
-      `## PostgreSQL: one instance, and 1 to 3 instances behind HAProxy (${throughputConfig.connections} connections, ${throughputConfig.seconds} s per cell after ${throughputConfig.warmUpSeconds} s of warm-up, autocannon)`,
+      `## PostgreSQL: one instance, and 1 to 3 instances behind HAProxy (${throughputConfig.connections} connections, ${throughputConfig.seconds} s per cell after ${throughputConfig.warmUpSeconds} s of warm-up, ${throughputConfig.loadGenerator})`,
       '',
       postgresTables(results, rows, os.cpus().length),
       '',

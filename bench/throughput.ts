@@ -1,15 +1,27 @@
 /**
- * Requests per second on /mcp, side by side in one run: each server is started fresh, driven by
- * autocannon with 16 connections for a fixed time (one JSON-RPC request per POST, as clients send
- * them), and stopped before the next one starts, so no two servers share the cores.
+ * Requests per second on /mcp, side by side in one run: each server is started fresh, driven by a load
+ * generator with 16 connections for a fixed time (one JSON-RPC request per POST, as clients send them),
+ * and stopped before the next one starts, so no two servers share the cores.
  */
 import autocannon from 'autocannon';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { startBareNode, startOurs, startReference, startRouteHandler, type CpuReading, type Peer } from './peers';
-import { groupCpuSeconds, sleep } from './util';
+import { clockTicksPerSecond, groupCpuSeconds, sleep } from './util';
+
+const wrkPath = '/usr/bin/wrk';
 
 export const throughputConfig = {
   connections: 16,
+  /**
+   * wrk (Debian's package: apt-get install wrk) when it is there, else autocannon (pinned, in-process). wrk
+   * is written in C and runs in a process of its own with one thread: it needs a fraction of the CPU
+   * autocannon does, which on two cores is CPU taken from the server. BENCH_LOAD chooses.
+   */
+  loadGenerator: (process.env.BENCH_LOAD ?? (fs.existsSync(wrkPath) ? 'wrk' : 'autocannon')) as 'wrk' | 'autocannon',
   seconds: Number(process.env.BENCH_SECONDS ?? 8),
   /** The same load, unmeasured, before each cell: every server is measured warm (its JIT, caches, pools). */
   warmUpSeconds: Number(process.env.BENCH_WARMUP_SECONDS ?? 2),
@@ -25,7 +37,7 @@ export interface ThroughputRow {
   /** Replies received, and the wall-clock seconds autocannon ran for. */
   requests: number;
   wallS: number;
-  /** CPU seconds used during the cell, by part; `client` is this process (autocannon). */
+  /** CPU seconds used during the cell, by part; `client` is the load generator (wrk's process, or autocannon in this one). */
   cpu: CpuReading & { client: number };
 }
 
@@ -116,41 +128,100 @@ async function modernScenarios(peer: Peer): Promise<Array<[string, Record<string
   return list;
 }
 
-function drive(url: string, headers: Record<string, string>, body: unknown, seconds = throughputConfig.seconds): Promise<autocannon.Result> {
-  return autocannon({
-    url,
-    method: 'POST',
-    connections: throughputConfig.connections,
-    duration: seconds,
-    headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...headers },
-    body: JSON.stringify(body),
-  });
+/** What one run of the load generator measured. */
+interface Driven {
+  requestsPerSecond: number;
+  /** Latency percentiles, in milliseconds. */
+  p50: number;
+  p99: number;
+  /** Failed requests: connection errors, timeouts and replies other than 2xx. */
+  errors: number;
+  requests: number;
 }
 
-/** One cell: a warm-up, then the server's and this process's CPU read before and after autocannon runs. */
+function drive(url: string, headers: Record<string, string>, body: unknown, seconds = throughputConfig.seconds): Promise<Driven> {
+  const allHeaders = { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...headers };
+  return throughputConfig.loadGenerator === 'wrk' ? driveWrk(url, allHeaders, JSON.stringify(body), seconds) : driveAutocannon(url, allHeaders, JSON.stringify(body), seconds);
+}
+
+async function driveAutocannon(url: string, headers: Record<string, string>, body: string, seconds: number): Promise<Driven> {
+  const result = await autocannon({ url, method: 'POST', connections: throughputConfig.connections, duration: seconds, headers, body });
+  return {
+    requestsPerSecond: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.timeouts + result.non2xx,
+    requests: result.requests.total,
+  };
+}
+
+/** A Lua long string (`[=[…]=]`): the body and headers go to wrk as they are, with nothing to escape. */
+const luaString = (text: string) => {
+  let level = '=';
+  while (text.includes(`]${level}]`)) level += '=';
+  return `[${level}[${text}]${level}]`;
+};
+
+/** wrk's latency figure ("812.00us", "2.17ms", "1.02s") in milliseconds. */
+function wrkMs(figure: string | undefined): number {
+  const match = /^([\d.]+)(us|ms|s)$/.exec(figure ?? '');
+  if (!match) return Number.NaN;
+  return Number(match[1]) * { us: 0.001, ms: 1, s: 1000 }[match[2] as 'us' | 'ms' | 's'];
+}
+
+async function driveWrk(url: string, headers: Record<string, string>, body: string, seconds: number): Promise<Driven> {
+  const script = path.join(os.tmpdir(), `mcp-bench-wrk-${process.pid}.lua`);
+  const lines = ['wrk.method = "POST"', `wrk.body = ${luaString(body)}`, ...Object.entries(headers).map(([name, value]) => `wrk.headers[ ${luaString(name)} ] = ${luaString(value)}`)];
+  fs.writeFileSync(script, `${lines.join('\n')}\n`);
+  // One thread: wrk drives 16 connections from one core with room to spare, and leaves the other to the server.
+  const child = spawn(wrkPath, ['-t1', `-c${throughputConfig.connections}`, `-d${seconds}s`, '--latency', '-s', script, url], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (chunk) => (output += chunk));
+  child.stderr.on('data', (chunk) => (output += chunk));
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  fs.rmSync(script, { force: true });
+  const number = (pattern: RegExp) => Number(pattern.exec(output)?.[1] ?? Number.NaN);
+  const requests = number(/(\d+) requests in/);
+  if (code !== 0 || !Number.isFinite(requests)) throw new Error(`wrk failed (${code}): ${output.slice(0, 500)}`);
+  const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(output);
+  return {
+    requestsPerSecond: number(/Requests\/sec:\s+([\d.]+)/),
+    p50: wrkMs(/^\s+50%\s+(\S+)/m.exec(output)?.[1]),
+    p99: wrkMs(/^\s+99%\s+(\S+)/m.exec(output)?.[1]),
+    errors: (socketErrors ? socketErrors.slice(1).reduce((sum, count) => sum + Number(count), 0) : 0) + (number(/Non-2xx or 3xx responses: (\d+)/) || 0),
+    requests,
+  };
+}
+
+/** CPU seconds this process's ended and waited-for children used so far (wrk, once it has exited). */
+function childrenCpuSeconds(): number {
+  const fields = fs.readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ');
+  // cutime and cstime: fields 16 and 17 of /proc/<pid>/stat, 14 and 15 after the command name.
+  return (Number(fields[13]) + Number(fields[14])) / clockTicksPerSecond;
+}
+
+/** One cell: a warm-up, then the server's and the load generator's CPU read before and after it runs. */
 async function measureCell(peer: Peer, server: string, scenario: string, headers: Record<string, string>, body: unknown): Promise<ThroughputRow> {
   if (throughputConfig.warmUpSeconds > 0) await drive(peer.url, headers, body, throughputConfig.warmUpSeconds);
   const readCpu = peer.cpu ?? ((): CpuReading => ({ node: groupCpuSeconds(peer.pgid) }));
   const before = readCpu();
   const clientBefore = process.cpuUsage();
+  const childrenBefore = childrenCpuSeconds();
   const started = performance.now();
   const result = await drive(peer.url, headers, body);
   const wallS = (performance.now() - started) / 1000;
   const after = readCpu();
   const client = process.cpuUsage(clientBefore);
+  const clientS = (client.user + client.system) / 1e6 + (childrenCpuSeconds() - childrenBefore);
   const used = (key: keyof CpuReading) => (before[key] === undefined || after[key] === undefined ? undefined : after[key]! - before[key]!);
   // Work a cell leaves behind (a created task ending) must not count in the next one.
   await sleep(500);
   return {
     server,
     scenario,
-    requestsPerSecond: result.requests.average,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    errors: result.errors + result.timeouts + result.non2xx,
-    requests: result.requests.total,
+    ...result,
     wallS,
-    cpu: { node: used('node')!, haproxy: used('haproxy'), postgres: used('postgres'), client: (client.user + client.system) / 1e6 },
+    cpu: { node: used('node')!, haproxy: used('haproxy'), postgres: used('postgres'), client: clientS },
   };
 }
 

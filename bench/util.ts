@@ -172,7 +172,7 @@ export function groupRssKib(pgid: number): { totalKib: number; processes: number
   return { totalKib: members.reduce((sum, member) => sum + rssKib(member.pid), 0), processes: members.length };
 }
 
-const clockTicks = (() => {
+export const clockTicksPerSecond = (() => {
   const result = spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' });
   const value = Number(result.stdout?.trim());
   return Number.isFinite(value) && value > 0 ? value : 100;
@@ -180,7 +180,7 @@ const clockTicks = (() => {
 
 /** CPU seconds (user + system) used so far by the group's live processes. */
 export function groupCpuSeconds(pgid: number): number {
-  return groupMembers(pgid).reduce((sum, member) => sum + member.cpuTicks, 0) / clockTicks;
+  return groupMembers(pgid).reduce((sum, member) => sum + member.cpuTicks, 0) / clockTicksPerSecond;
 }
 
 /** The pids of this process's direct children whose command name is `comm` (e.g. `haproxy`). */
@@ -194,7 +194,7 @@ export function childrenNamed(comm: string): number[] {
 /** CPU seconds (user + system, all threads) used so far by these processes and their live children. */
 export function processTreeCpuSeconds(pids: number[]): number {
   const stats = allPids().map(readStat).filter((stat): stat is ProcStat => stat !== undefined);
-  return stats.filter((stat) => pids.includes(stat.pid) || pids.includes(stat.ppid)).reduce((sum, stat) => sum + stat.cpuTicks, 0) / clockTicks;
+  return stats.filter((stat) => pids.includes(stat.pid) || pids.includes(stat.ppid)).reduce((sum, stat) => sum + stat.cpuTicks, 0) / clockTicksPerSecond;
 }
 
 /**
@@ -208,7 +208,7 @@ export function postgresCpuSeconds(): number {
   const postgres = stats.filter((stat) => stat.comm === 'postgres');
   const pids = new Set(postgres.map((stat) => stat.pid));
   const ticks = postgres.reduce((sum, stat) => sum + stat.cpuTicks + (pids.has(stat.ppid) ? 0 : stat.reapedChildTicks), 0);
-  return ticks / clockTicks;
+  return ticks / clockTicksPerSecond;
 }
 
 /** Bytes the group's live processes have passed to write(2) and friends so far (/proc/<pid>/io wchar). */

@@ -313,13 +313,26 @@ function beganImmediate(control: GroupControl): boolean {
 
 const totalChangesStatements = new WeakMap<Database.Database, Database.Statement>();
 
-function totalChanges(store: SqliteStore): number {
+function totalChanges(store: Pick<SqliteStore, 'sqlite'>): number {
   let statement = totalChangesStatements.get(store.sqlite);
   if (!statement) {
     statement = store.sqlite.prepare('SELECT total_changes()').pluck();
     totalChangesStatements.set(store.sqlite, statement);
   }
   return statement.get() as number;
+}
+
+/**
+ * How many rows this program's SQLite connection has inserted, changed or deleted since it opened
+ * (SQLite's total_changes(), which a rollback does not lower); undefined on PostgreSQL and inside a
+ * transaction, whose reads may see what is not committed yet. A row read while the count stays the same
+ * is still the row this connection would read: every write of this process goes through it, and other
+ * connections' writes are seen through data_version (db/cache.ts).
+ */
+export function sqliteWriteCount(q: QueryContext): number | undefined {
+  if (q.dialect !== 'sqlite') return undefined;
+  const sqlite = (q.root as unknown as { $client: Database.Database }).$client;
+  return sqlite.inTransaction ? undefined : totalChanges({ sqlite });
 }
 
 function runSqlite<R>(store: SqliteStore, make: (q: QueryContext) => Program<R>, transaction?: 'deferred' | 'immediate'): R {

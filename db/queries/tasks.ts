@@ -2,7 +2,7 @@ import { and, asc, count, desc, eq, getTableColumns, type Column, type Table, gt
 import { rowCache } from '../cache';
 import { getStore } from '../client';
 import { StatementGroups } from '../statement-groups';
-import { changes, defineQuery, first, greatest, postgresStatement, preparedQuery, rows, type Program, type QueryContext } from '../run';
+import { changes, defineQuery, first, greatest, postgresStatement, preparedQuery, rows, sqliteWriteCount, type Program, type QueryContext } from '../run';
 import type { taskEvents, tasks, TaskStatus } from '../schema';
 import type { TaskInputRow } from './inputs';
 import { endEventOf, eventTask, notify } from './notifications';
@@ -185,8 +185,24 @@ export const getTaskByIdForUser = defineQuery(function* (q, id: string, userId: 
   return yield* first(selectTaskByIdForUser(q), { id, userId });
 });
 
+/**
+ * tasks/get's reads on SQLite, kept with the connection's write count when read: a client polling a task
+ * reads it again and again, and a read is most of a tasks/get's work (SQLite's read lock is two system
+ * calls). Any write at all, by this process or (through data_version) another, makes every entry stale.
+ */
+const taskStatuses = rowCache<string, { row: TaskStatusRow; writes: number }>('task-status-by-id-and-user', 10_000, 60_000);
+
 export const getTaskStatusByIdForUser = defineQuery(function* (q, id: string, userId: string): Program<TaskStatusRow | undefined> {
-  return yield* first(selectTaskStatusByIdForUser(q), { id, userId });
+  const writes = sqliteWriteCount(q);
+  if (writes === undefined) return yield* first(selectTaskStatusByIdForUser(q), { id, userId });
+  const key = `${id}\u0000${userId}`;
+  const hit = taskStatuses.peek(key);
+  if (hit?.writes === writes) return hit.row;
+  const stamp = taskStatuses.stamp();
+  const row: TaskStatusRow | undefined = yield* first(selectTaskStatusByIdForUser(q), { id, userId });
+  // Frozen: every later read of the entry is handed the same object.
+  taskStatuses.set(key, row && { row: Object.freeze(row), writes }, stamp);
+  return row;
 });
 
 /** The task a plain tools/call of this session started, found by the call's JSON-RPC id. */

@@ -90,7 +90,7 @@ export type Query<A extends unknown[], R> = ((...args: A) => Promise<R>) & {
   program: (q: QueryContext, ...args: A) => Program<R>;
 };
 
-export interface QueryOptions {
+export interface QueryOptions<A extends unknown[] = unknown[], R = unknown> {
   /**
    * Run as one transaction. 'immediate' takes SQLite's write lock at BEGIN, for programs that read
    * and then write on what they read.
@@ -98,11 +98,18 @@ export interface QueryOptions {
   transaction?: 'deferred' | 'immediate';
   /** On PostgreSQL the program runs one statement, whose own commit is enough: no BEGIN and COMMIT around it. */
   oneStatementOnPostgres?: boolean;
+  /**
+   * What a query that reads through a cache answers from it, without a program run (undefined: not
+   * there). Every request reads its token and its session, and a hit then costs a lookup, not a query.
+   */
+  fromCache?: (...args: A) => R | undefined;
 }
 
 /** Makes a program into an async query function (and keeps the program for composition). */
-export function defineQuery<A extends unknown[], R>(program: (q: QueryContext, ...args: A) => Program<R>, options: QueryOptions = {}): Query<A, R> {
+export function defineQuery<A extends unknown[], R>(program: (q: QueryContext, ...args: A) => Program<R>, options: QueryOptions<A, R> = {}): Query<A, R> {
   const run = (...args: A): Promise<R> => {
+    const cached = options.fromCache?.(...args);
+    if (cached !== undefined) return Promise.resolve(cached);
     const store = getStore();
     if (store.dialect === 'sqlite') {
       const make = (q: QueryContext) => program(q, ...args);
@@ -333,6 +340,12 @@ export function sqliteWriteCount(q: QueryContext): number | undefined {
   if (q.dialect !== 'sqlite') return undefined;
   const sqlite = (q.root as unknown as { $client: Database.Database }).$client;
   return sqlite.inTransaction ? undefined : totalChanges({ sqlite });
+}
+
+/** The same count on the store queries use now, for a read answered before any program runs. */
+export function currentSqliteWriteCount(): number | undefined {
+  const store = getStore();
+  return store.dialect === 'sqlite' && !store.sqlite.inTransaction ? totalChanges(store) : undefined;
 }
 
 function runSqlite<R>(store: SqliteStore, make: (q: QueryContext) => Program<R>, transaction?: 'deferred' | 'immediate'): R {

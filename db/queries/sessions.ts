@@ -54,14 +54,17 @@ const selectSessionById = preparedQuery((q) => q.db.select().from(q.t.mcpSession
 /** Every request reads its session; see RowCache for how stale an entry may be. */
 const sessionsById = rowCache<string, McpSession>('mcp-sessions-by-id', 10_000, 5_000, { mcp_sessions: 'key' });
 
-export const getMcpSessionById = defineQuery(function* (q, id: string): Program<McpSession | undefined> {
-  const hit = sessionsById.peek(id);
-  if (hit !== undefined) return hit;
-  const stamp = sessionsById.stamp();
-  const session = yield* first(selectSessionById(q), { id });
-  sessionsById.set(id, session, stamp);
-  return session;
-});
+export const getMcpSessionById = defineQuery(
+  function* (q, id: string): Program<McpSession | undefined> {
+    const hit = sessionsById.peek(id);
+    if (hit !== undefined) return hit;
+    const stamp = sessionsById.stamp();
+    const session = yield* first(selectSessionById(q), { id });
+    sessionsById.set(id, session, stamp);
+    return session;
+  },
+  { fromCache: (id) => sessionsById.peek(id) },
+);
 
 /** Notes that a session is in use; written at most once a minute per session. */
 export const touchMcpSession = defineQuery(function* (q, id: string, now: number): Program<void> {

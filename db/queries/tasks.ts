@@ -2,7 +2,7 @@ import { and, asc, count, desc, eq, getTableColumns, type Column, type Table, gt
 import { rowCache } from '../cache';
 import { getStore } from '../client';
 import { StatementGroups } from '../statement-groups';
-import { changes, defineQuery, first, greatest, postgresStatement, preparedQuery, rows, sqliteWriteCount, type Program, type QueryContext } from '../run';
+import { changes, currentSqliteWriteCount, defineQuery, first, greatest, postgresStatement, preparedQuery, rows, sqliteWriteCount, type Program, type QueryContext } from '../run';
 import type { taskEvents, tasks, TaskStatus } from '../schema';
 import type { TaskInputRow } from './inputs';
 import { endEventOf, eventTask, notify } from './notifications';
@@ -192,18 +192,28 @@ export const getTaskByIdForUser = defineQuery(function* (q, id: string, userId: 
  */
 const taskStatuses = rowCache<string, { row: TaskStatusRow; writes: number }>('task-status-by-id-and-user', 10_000, 60_000);
 
-export const getTaskStatusByIdForUser = defineQuery(function* (q, id: string, userId: string): Program<TaskStatusRow | undefined> {
-  const writes = sqliteWriteCount(q);
-  if (writes === undefined) return yield* first(selectTaskStatusByIdForUser(q), { id, userId });
-  const key = `${id}\u0000${userId}`;
-  const hit = taskStatuses.peek(key);
-  if (hit?.writes === writes) return hit.row;
-  const stamp = taskStatuses.stamp();
-  const row: TaskStatusRow | undefined = yield* first(selectTaskStatusByIdForUser(q), { id, userId });
-  // Frozen: every later read of the entry is handed the same object.
-  taskStatuses.set(key, row && { row: Object.freeze(row), writes }, stamp);
-  return row;
-});
+const taskStatusKey = (id: string, userId: string) => `${id}\u0000${userId}`;
+
+/** The kept status, if it was read at this write count. */
+function keptTaskStatus(id: string, userId: string, writes: number | undefined): TaskStatusRow | undefined {
+  if (writes === undefined) return undefined;
+  const hit = taskStatuses.peek(taskStatusKey(id, userId));
+  return hit?.writes === writes ? hit.row : undefined;
+}
+
+export const getTaskStatusByIdForUser = defineQuery(
+  function* (q, id: string, userId: string): Program<TaskStatusRow | undefined> {
+    const writes = sqliteWriteCount(q);
+    const kept = keptTaskStatus(id, userId, writes);
+    if (kept) return kept;
+    const stamp = taskStatuses.stamp();
+    const row: TaskStatusRow | undefined = yield* first(selectTaskStatusByIdForUser(q), { id, userId });
+    // Frozen: every later read of the entry is handed the same object.
+    if (writes !== undefined) taskStatuses.set(taskStatusKey(id, userId), row && { row: Object.freeze(row), writes }, stamp);
+    return row;
+  },
+  { fromCache: (id, userId) => keptTaskStatus(id, userId, currentSqliteWriteCount()) },
+);
 
 /** The task a plain tools/call of this session started, found by the call's JSON-RPC id. */
 export const getCallTaskByRequestId = defineQuery(function* (q, sessionId: string, requestId: string | number, userId: string): Program<TaskRow | undefined> {

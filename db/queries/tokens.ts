@@ -37,14 +37,17 @@ type TokenWithUser = { token: AccessToken; user: { id: string; email: string; na
 /** Every request looks its token up by hash; see RowCache for how stale an entry may be. */
 const tokensByHash = rowCache<string, TokenWithUser>('access-tokens-by-hash', 10_000, 5_000, { access_tokens: 'row', users: 'all' }, (found) => found.token.id);
 
-export const getAccessTokenByHash = defineQuery(function* (q, tokenHash: string): Program<TokenWithUser | undefined> {
-  const hit = tokensByHash.peek(tokenHash);
-  if (hit !== undefined) return hit;
-  const stamp = tokensByHash.stamp();
-  const row: TokenWithUser | undefined = yield* first(selectTokenByHash(q), { tokenHash });
-  tokensByHash.set(tokenHash, row, stamp);
-  return row;
-});
+export const getAccessTokenByHash = defineQuery(
+  function* (q, tokenHash: string): Program<TokenWithUser | undefined> {
+    const hit = tokensByHash.peek(tokenHash);
+    if (hit !== undefined) return hit;
+    const stamp = tokensByHash.stamp();
+    const row: TokenWithUser | undefined = yield* first(selectTokenByHash(q), { tokenHash });
+    tokensByHash.set(tokenHash, row, stamp);
+    return row;
+  },
+  { fromCache: (tokenHash) => tokensByHash.peek(tokenHash) },
+);
 
 export const getAccessTokenById = defineQuery(function* (q, id: string): Program<AccessToken | undefined> {
   return yield* first(selectTokenById(q), { id });

@@ -52,6 +52,27 @@ describe('coalesced progress', () => {
     expect(writes).toHaveLength(2);
   });
 
+  it('keeps one timer while reports keep coming, stores once per interval on it, and lets it go once they stop', () => {
+    const { writes, write, advance } = recorder();
+    const progress = new CoalescedProgress({ ...row }, write, 1000);
+    const timers = vi.spyOn(globalThis, 'setTimeout');
+    for (let step = 1; step <= 20; step += 1) {
+      progress.report(update(step));
+      advance(500);
+    }
+    // The first report at once, then the latest of each interval.
+    expect(writes.map((w) => w.progress)).toEqual([1, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20]);
+    expect(timers).toHaveBeenCalledTimes(2);
+    advance(3000);
+    expect(writes).toHaveLength(11);
+    expect(vi.getTimerCount()).toBe(0);
+    // After a quiet interval, a report is stored once the turn ends.
+    progress.report(update(21));
+    advance(0);
+    expect(writes.at(-1)?.progress).toBe(21);
+    expect(timers).toHaveBeenCalledTimes(3);
+  });
+
   it('stores the latest report at once when flushed, and nothing more after', async () => {
     const { writes, write, advance } = recorder();
     const progress = new CoalescedProgress({ ...row }, write, 1000);

@@ -97,7 +97,9 @@ const truncationMark = '…\n';
  * no database here holds as text, U+0000 (PostgreSQL refuses it) and lone surrogates (its JSON refuses
  * them; SQLite would keep their bytes, which read back as garbage).
  */
-const storableText = (text: string): string => text.toWellFormed().replaceAll('\u0000', '\uFFFD');
+const storableText = (text: string): string =>
+  // Most text needs no change: checked without copying it (a progress message comes twice a second from each of thousands of tasks).
+  text.isWellFormed() && !text.includes('\u0000') ? text : text.toWellFormed().replaceAll('\u0000', '\uFFFD');
 
 /** The output with `text` added, its start dropped (and marked) once it grows past the bound. */
 function appendOutput(output: string | null, text: string): string {

@@ -66,8 +66,7 @@ function place(giveBack: () => void): StreamPlace {
   return {
     release,
     holdUntilEnd: (stream) => {
-      if (stream.closed) release();
-      else stream.signal.addEventListener('abort', release, { once: true });
+      stream.onClose(release);
     },
   };
 }

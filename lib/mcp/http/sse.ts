@@ -26,14 +26,16 @@ export interface SseSink {
 
 /**
  * One server-sent-events response, written to whichever sink carries it (`attach`): text written
- * before then waits for it. `closed` tells writers when the client has gone; `signal` aborts then
- * too, so that work done only for this stream stops.
+ * before then waits for it. `closed` tells writers when the client has gone; `onClose` listeners run
+ * then, so that work done only for this stream stops.
  */
 export class SseStream {
   private sink: SseSink | undefined;
   /** A first comment makes the server send the headers now, not with the first event. */
   private pending: string[] | undefined = [': stream open\n\n'];
-  private readonly aborter = new AbortController();
+  /** What runs when the stream closes; undefined once it has. A list, not an AbortSignal: thousands of streams wait at once, and a signal with its listeners holds about a kilobyte. */
+  private closeListeners: Array<() => void> | undefined = [];
+  private aborter: AbortController | undefined;
   private readonly keepAlive: ReturnType<typeof setInterval>;
 
   constructor(keepAliveMs = defaultKeepAliveMs) {
@@ -42,12 +44,23 @@ export class SseStream {
     this.keepAlive.unref?.();
   }
 
-  get signal(): AbortSignal {
-    return this.aborter.signal;
+  get closed(): boolean {
+    return this.closeListeners === undefined;
   }
 
-  get closed(): boolean {
-    return this.aborter.signal.aborted;
+  /** Runs `listener` once the stream closes, or now if it has. */
+  onClose(listener: () => void): void {
+    if (this.closeListeners) this.closeListeners.push(listener);
+    else listener();
+  }
+
+  /** An AbortSignal that aborts when the stream closes, for what takes a signal. */
+  get signal(): AbortSignal {
+    if (!this.aborter) {
+      const aborter = (this.aborter = new AbortController());
+      this.onClose(() => aborter.abort(new Error('Stream closed')));
+    }
+    return this.aborter.signal;
   }
 
   /** Starts writing to `sink`: what was written so far first. A stream attaches once. */
@@ -120,6 +133,16 @@ export class SseStream {
   private finish(): void {
     openStreams.delete(this);
     clearInterval(this.keepAlive);
-    if (!this.aborter.signal.aborted) this.aborter.abort(new Error('Stream closed'));
+    const listeners = this.closeListeners;
+    if (!listeners) return;
+    this.closeListeners = undefined;
+    for (const listener of listeners) {
+      try {
+        listener();
+      } catch (error) {
+        // One listener's failure must not keep the others from running.
+        console.error('A listener of a closed event stream failed', error);
+      }
+    }
   }
 }

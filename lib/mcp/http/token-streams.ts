@@ -23,11 +23,11 @@ const registry: TokenStreams = (globalForTokenStreams.__mcpTaskServerTokenStream
 
 /** Ends the stream when its token is revoked or expires. */
 export function closeWhenTokenRevoked(stream: SseStream, tokenId: string): void {
-  if (stream.signal.aborted) return;
+  if (stream.closed) return;
   let streams = registry.byToken.get(tokenId);
   if (!streams) registry.byToken.set(tokenId, (streams = new Set<SseStream>()));
   streams.add(stream);
-  stream.signal.addEventListener('abort', () => forgetStream(stream, tokenId), { once: true });
+  stream.onClose(() => forgetStream(stream, tokenId));
   registry.timer ??= startChecking();
 }
 

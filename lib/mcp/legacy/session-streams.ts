@@ -151,15 +151,11 @@ export class SessionStreams {
     this.close(sessionId);
     const stream = new SseStream(this.keepAliveMs);
     this.open_.set(sessionId, stream);
-    stream.signal.addEventListener(
-      'abort',
-      () => {
-        if (this.open_.get(sessionId) !== stream) return;
-        this.open_.delete(sessionId);
-        this.offerElsewhere(sessionId).catch((error: unknown) => console.error(`Session ${sessionId}: offering its questions again failed`, error));
-      },
-      { once: true },
-    );
+    stream.onClose(() => {
+      if (this.open_.get(sessionId) !== stream) return;
+      this.open_.delete(sessionId);
+      this.offerElsewhere(sessionId).catch((error: unknown) => console.error(`Session ${sessionId}: offering its questions again failed`, error));
+    });
     try {
       const cursor = resumeFrom ?? (await getLastSessionMessageId(sessionId));
       if (resumeFrom === null) {
@@ -251,14 +247,10 @@ export class SessionStreams {
     const entry = this.responseReaders.get(key) ?? { sessionId, readers: new Set<SseStream>() };
     entry.readers.add(stream);
     this.responseReaders.set(key, entry);
-    stream.signal.addEventListener(
-      'abort',
-      () => {
-        entry.readers.delete(stream);
-        if (entry.readers.size === 0 && this.responseReaders.get(key) === entry) this.responseReaders.delete(key);
-      },
-      { once: true },
-    );
+    stream.onClose(() => {
+      entry.readers.delete(stream);
+      if (entry.readers.size === 0 && this.responseReaders.get(key) === entry) this.responseReaders.delete(key);
+    });
     this.pump(stream, sessionId, key, cursor);
     return stream;
   }
@@ -302,14 +294,10 @@ export class SessionStreams {
       pending = true;
       wake();
     });
-    stream.signal.addEventListener(
-      'abort',
-      () => {
-        unsubscribe();
-        wake();
-      },
-      { once: true },
-    );
+    stream.onClose(() => {
+      unsubscribe();
+      wake();
+    });
     void (async () => {
       while (!stream.closed) {
         if (!pending) await new Promise<void>((resolve) => (wake = resolve));

@@ -197,7 +197,7 @@ async function respond(method: ModernMethod, message: JsonRpcRequest, request: M
     if (place) place.holdUntilEnd(stream);
     else countMcpStream(caller.userId, null, stream);
     closeWhenTokenRevoked(stream, caller.tokenId);
-    stream.signal.addEventListener('abort', () => cancel.abort(new DOMException('The client closed the stream', 'AbortError')), { once: true });
+    stream.onClose(() => cancel.abort(new DOMException('The client closed the stream', 'AbortError')));
     markStreamed();
   };
   const call = new ModernRequest(message, ctx, caller, client, cancel, {
@@ -269,7 +269,7 @@ async function openSubscription(message: JsonRpcRequest, ctx: McpContext, caller
     inFlight.delete(key);
     release();
   };
-  stream.signal.addEventListener('abort', end, { once: true });
+  stream.onClose(end);
   controller.signal.addEventListener(
     'abort',
     () => {

@@ -29,7 +29,7 @@ export async function GET(request: Request) {
     if (event.type === 'resync') stream.send({ type: 'resync' });
     else stream.send({ type: event.type, taskId: ownerOf(event).taskId });
   });
-  stream.signal.addEventListener('abort', unsubscribe, { once: true });
+  stream.onClose(unsubscribe);
   whenSessionsEnd(user, stream.signal, () => stream.close());
   request.signal.addEventListener('abort', () => stream.close(), { once: true });
   stream.send({ type: 'ready' });

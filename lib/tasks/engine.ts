@@ -338,7 +338,7 @@ export class TaskEngine {
    * returns is awaited before the wait goes on, and its rejection ends the wait); `onProgress` sees every
    * progress report as it is made (progress is stored only about once a second), synchronously.
    */
-  async waitForTerminal(
+  waitForTerminal(
     taskId: string,
     userId: string,
     signal?: AbortSignal,
@@ -350,22 +350,21 @@ export class TaskEngine {
           if (event.type === 'task-progress') onProgress(event.task);
         })
       : undefined;
-    try {
-      return await waitFor(
-        this.bus,
-        topics.task(taskId),
-        async () => {
-          const row = await this.getTask(taskId, userId);
-          if (isTerminal(row.status)) return row;
-          await onWake?.(row);
-          return undefined;
-        },
-        signal,
-        (event) => !passingEvents.has(event.type) && !(event.type === 'task-changed' && !event.transition),
-      );
-    } finally {
-      unsubscribe?.();
-    }
+    // Not an async function of its own: thousands of tasks/result calls wait here at once, and each
+    // suspended frame holds its registers.
+    const ended = waitFor(
+      this.bus,
+      topics.task(taskId),
+      async () => {
+        const row = await this.getTask(taskId, userId);
+        if (isTerminal(row.status)) return row;
+        await onWake?.(row);
+        return undefined;
+      },
+      signal,
+      (event) => !passingEvents.has(event.type) && !(event.type === 'task-changed' && !event.transition),
+    );
+    return unsubscribe ? ended.finally(unsubscribe) : ended;
   }
 
   /** Run once at start: resumes what can be resumed and honestly fails the rest. */

@@ -243,12 +243,30 @@ export async function followCallTask(
  * for each copy sent here that was answered elsewhere, its withdrawal (and, for a link, its completion).
  */
 class QuestionRelay {
-  private readonly sent = new Map<string, string>();
+  // Made when first used: most tasks ask nothing, and thousands of streams may wait on theirs at once.
+  private sentIds?: Map<string, string>;
+  private settledIds?: Set<string>;
+  private toldIds?: Set<string>;
+  private handedOverIds?: Set<string>;
+
+  /** The id of the copy of each question sent here. */
+  private get sent(): Map<string, string> {
+    return (this.sentIds ??= new Map());
+  }
+
   /** Questions whose copy sent here was settled elsewhere, and told so. */
-  private readonly settledElsewhere = new Set<string>();
-  private readonly toldWhereToAnswer = new Set<string>();
+  private get settledElsewhere(): Set<string> {
+    return (this.settledIds ??= new Set());
+  }
+
+  private get toldWhereToAnswer(): Set<string> {
+    return (this.toldIds ??= new Set());
+  }
+
   /** Questions whose copy sent here the client took as a task of its own: asked again if that task is given up. */
-  private readonly handedOver = new Set<string>();
+  private get handedOver(): Set<string> {
+    return (this.handedOverIds ??= new Set());
+  }
 
   constructor(
     private readonly ctx: RequestContext,

@@ -15,7 +15,7 @@ export async function checkEventCommittedMidRead(database: {
   const { getStore } = await import('@/db/client');
   const { pendingEventsOf } = await import('@/db/queries/notifications');
   const store = getStore();
-  const q = { db: store.db, t: store.tables, dialect: store.dialect };
+  const q = { db: store.db, t: store.tables, dialect: store.dialect, root: store.db };
 
   const first = await database.insertEvent('ada', 'task.completed');
   const others = await database.insertEvent('ben', 'task.completed');

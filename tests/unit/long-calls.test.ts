@@ -21,12 +21,12 @@ describe('the answer window of a client', () => {
 });
 
 describe('the early answer', () => {
-  const task = { id: 't-1', status: 'input_required' as const, statusMessage: 'Waiting for an answer: Ship it?', createdAt: 0, lastUpdatedAt: 0, ttlMs: 1000, pollIntervalMs: 2500 };
+  const task = { id: 't-1', status: 'input_required' as const, statusMessage: 'Waiting for an answer: Ship it?', createdAt: 0, lastUpdatedAt: 0, ttlMs: 1000, expiresAt: 1000, pollIntervalMs: 2500 };
 
   it('says the same in words and in structuredContent, with the page where a person can answer', () => {
     const result = stillRunningResult(task, 'https://tasks.example/tasks/t-1', 45_000);
     expect(result.structuredContent).toEqual({ taskId: 't-1', status: 'input_required', statusMessage: 'Waiting for an answer: Ship it?', pollAfterSeconds: 3 });
-    const [words, json] = result.content as Array<{ text: string }>;
+    const [words, json] = result.content as unknown as Array<{ text: string }>;
     expect(words.text).toContain('task t-1 (input_required)');
     expect(words.text).toContain('https://tasks.example/tasks/t-1');
     expect(words.text).toContain('task_result with {"taskId": "t-1"}');

@@ -78,6 +78,9 @@ const envSchema = z
     DASHBOARD_MAX_STREAMS_PER_USER: perUserCap(10),
     // The mcpServers JSON (as Claude Desktop, Cursor and Claude Code write it) whose servers' tools we serve as tasks.
     MCP_SERVERS_FILE: z.string().min(1).optional(),
+    // How far V8 lets the heap grow past what a full collection left live, in percent (at least 32 MB);
+    // 0 leaves V8's own policy (two to four times on a busy server). npm start's server (README, "Memory").
+    HEAP_GROWTH_PERCENT: z.coerce.number().int().min(0).max(300).default(10),
     LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
     ALLOW_SIGNUP: flag('true'),
     TRUST_PROXY: flag('false'),

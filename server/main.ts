@@ -19,6 +19,7 @@ import { ConfigError, getEnv } from '@/lib/env';
 import { observeMcp } from '@/lib/mcp/http/observe';
 import { getRuntime, tasksHandedOver } from '@/lib/runtime';
 import { exitUnlessStorageFit } from '@/lib/storage/startup';
+import { keepHeapGrowth } from './heap-growth';
 import { fromNodeRequest, sendReply } from './node-bridge';
 
 const root = process.cwd();
@@ -109,6 +110,7 @@ export async function main({ dev = false } = {}): Promise<void> {
     }
     throw error;
   }
+  keepHeapGrowth(env.HEAP_GROWTH_PERCENT);
   exitUnlessStorageFit();
   exitUnlessServersFileFits(env.MCP_SERVERS_FILE);
   await migrateDatabase(env.DATABASE_URL, env.DATABASE_PATH);

@@ -95,6 +95,15 @@ describe('configuration', () => {
     expect(() => parseEnv({ LOG_LEVEL: 'loud' })).toThrow(/LOG_LEVEL/);
   });
 
+  it("sets how far the server's heap may grow past its live size, 0 leaving V8's own policy", () => {
+    expect(parseEnv({}).HEAP_GROWTH_PERCENT).toBe(10);
+    expect(parseEnv({ HEAP_GROWTH_PERCENT: '0' }).HEAP_GROWTH_PERCENT).toBe(0);
+    expect(parseEnv({ HEAP_GROWTH_PERCENT: '50' }).HEAP_GROWTH_PERCENT).toBe(50);
+    for (const value of ['-1', '301', '12.5', 'lots']) {
+      expect(() => parseEnv({ HEAP_GROWTH_PERCENT: value })).toThrow(/HEAP_GROWTH_PERCENT/);
+    }
+  });
+
   it('refuses to serve a non-loopback address over http unless told to, and says why', () => {
     for (const HOST of ['0.0.0.0', '192.168.1.20', '::', 'tasks.example.com']) {
       expect(() => parseEnv({ HOST })).toThrow(ConfigError);

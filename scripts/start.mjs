@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import { build, stop } from 'esbuild';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const outfile = path.join(root, 'dist', 'server.cjs');
@@ -38,6 +38,8 @@ if (sources.some((entry) => newestMtime(path.join(root, entry)) > builtAt)) {
     logLevel: 'warning',
   });
   fs.renameSync(building, outfile);
+  // esbuild's compiler runs as a child process, which would otherwise stay as long as the server (35 MB).
+  await stop();
 }
 
 process.chdir(root);

@@ -24,7 +24,7 @@ import { fromNodeRequest, sendReply } from './node-bridge';
 
 const root = process.cwd();
 const nextBin = path.join(root, 'node_modules', 'next', 'dist', 'bin', 'next');
-const sourceEntries = ['app', 'components', 'lib', 'db', 'drizzle', 'public', 'instrumentation.ts', 'next.config.ts', 'package.json', 'postcss.config.mjs', 'tsconfig.json'];
+const sourceEntries = ['app', 'components', 'lib', 'db', 'drizzle', 'public', 'instrumentation.ts', 'next.config.mjs', 'package.json', 'postcss.config.mjs', 'tsconfig.json'];
 
 function newestMtime(entry: string): number {
   const full = path.join(root, entry);

@@ -45,6 +45,7 @@ import { describeFields } from './elicitation';
 import { TaskInputs } from './inputs';
 import { CoalescedProgress, ProgressWrites } from './progress';
 import { waitFor } from './wait';
+import { newTaskId } from './task-ids';
 import { activeStatuses, isTerminal, statusesLeadingTo, type TaskStatus } from './states';
 
 export type { TaskEventRow, TaskFilter, TaskListRow, TaskRow, TaskStatusRow };
@@ -190,7 +191,7 @@ export class TaskEngine {
     const ttlMs = Math.round(Math.max(minTtlMs, Math.min(wanted, this.config.maxTtlMs)));
     const inserted = await insertTaskWithinLimits(
       {
-        id: crypto.randomUUID(),
+        id: newTaskId(now),
         userId: input.userId,
         sessionId: input.sessionId,
         clientName: input.client.name,

@@ -172,7 +172,9 @@ describe('task lifecycle over raw HTTP', () => {
     expect(reply.headers.get('content-type')).toMatch(/^application\/json/);
     const { task, _meta } = reply.body.result;
     expect(task).toMatchObject({ status: 'working', ttl: 5000, pollInterval: 200 });
-    expect(task.taskId).toMatch(/^[0-9a-f-]{36}$/);
+    // A UUID of version 7 that starts with the time of creation (lib/tasks/task-ids.ts).
+    expect(task.taskId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(parseInt(task.taskId.replace(/-/g, '').slice(0, 12), 16)).toBe(Date.parse(task.createdAt));
     expect(task.createdAt).toMatch(isoUtc);
     expect(task.lastUpdatedAt).toMatch(isoUtc);
     expect(_meta['io.modelcontextprotocol/model-immediate-response']).toContain(task.taskId);

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import fs from 'node:fs';
 import pino from 'pino';
 import { getEnv } from '@/lib/env';
 import { topics, type BusEvent, type EventBus } from '@/lib/tasks/bus';
@@ -8,6 +7,7 @@ import type { McpContext } from '../core/context';
 import { unknownTaskWords } from '../core/long-calls';
 import { isoTimestamp } from '../core/timestamps';
 import { handleMcp } from './endpoint';
+import { lineBatches } from './log-lines';
 import { getRateLimits } from './rate-limit';
 import { isStreamReply, type McpHttpRequest, type McpReply } from './exchange';
 import type { MessageSummary, RequestFacts } from './request-facts';
@@ -16,55 +16,10 @@ const globalForLog = globalThis as unknown as { __mcpTaskServerLog?: pino.Logger
 
 /** How long a log line may wait in the buffer when the server is quiet. */
 const logFlushMs = 200;
-/** A busy server writes its lines in batches of about this many characters. */
-const logBatchChars = 64 * 1024;
-/** At exit, how many milliseconds a full standard output is waited for before the last lines are given up. */
-const exitWaits = 1000;
-const exitPause = new Int32Array(new SharedArrayBuffer(4));
 
-/**
- * Log lines gathered in memory and written to a file descriptor from this thread in one system call
- * per batch: a line costs an array push, with no write, thread hop or wakeup of its own. What standard
- * output cannot take now (a full, non-blocking pipe) stays queued for the next batch.
- */
-function lineBatches(fd: number) {
-  let lines: string[] = [];
-  let chars = 0;
-  let unwritten: Buffer | undefined;
-  /** `final`: at exit, a full pipe is waited for (a little) rather than left for a batch that never comes. */
-  const flush = (final = false) => {
-    if (chars > 0) {
-      const text = Buffer.from(lines.join(''));
-      unwritten = unwritten ? Buffer.concat([unwritten, text]) : text;
-      lines = [];
-      chars = 0;
-    }
-    let waits = 0;
-    while (unwritten) {
-      try {
-        const written = fs.writeSync(fd, unwritten);
-        unwritten = written < unwritten.length ? unwritten.subarray(written) : undefined;
-      } catch (error) {
-        // A full pipe: the rest goes with the next batch. Any other failure (the reader is gone):
-        // those lines are lost and the server goes on.
-        if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') unwritten = undefined;
-        else if (final && waits++ < exitWaits) {
-          Atomics.wait(exitPause, 0, 0, 1);
-          continue;
-        }
-        return;
-      }
-    }
-  };
-  return {
-    write(line: string) {
-      lines.push(line);
-      chars += line.length;
-      if (chars >= logBatchChars) flush();
-    },
-    flush,
-  };
-}
+/** The line that says how many lines a reader that did not read has missed (pino's own format). */
+const droppedLine = (count: number) =>
+  `${JSON.stringify({ level: 40, time: isoTimestamp(Date.now()), event: 'log.dropped', count, msg: `${count} log lines dropped: standard output was not read` })}\n`;
 
 /** pino's ISO time, made once a millisecond: a busy server writes several lines in each. */
 let timeMs = -1;
@@ -85,7 +40,7 @@ function isoTime(): string {
  */
 export function getLog(): pino.Logger {
   if (!globalForLog.__mcpTaskServerLog) {
-    const destination = lineBatches(1);
+    const destination = lineBatches(1, { droppedLine });
     setInterval(() => destination.flush(), logFlushMs).unref();
     process.once('exit', () => destination.flush(true));
     globalForLog.__mcpTaskServerLog = pino({ level: getEnv().LOG_LEVEL, base: undefined, timestamp: isoTime }, destination);

@@ -42,7 +42,7 @@ const config = {
   /** Long enough that every waiter is open while its task still works (creating and opening take tens of seconds). */
   heavySeconds: Number(process.env.BENCH_HEAVY_SECONDS ?? 120),
   waitersArrivingAtOnce: 256,
-  watchdogMs: 20 * 60 * 1000,
+  watchdogMs: 30 * 60 * 1000,
   /** One part alone (`throughput`, `postgres`, `alone`, `heavy`, `notify`, `storage` or `gateway`), for measuring a change; all parts when unset. */
   only: process.env.BENCH_ONLY,
 };
@@ -50,6 +50,19 @@ const config = {
 const startedAt = performance.now();
 const log = (message: string) => process.stderr.write(`[${((performance.now() - startedAt) / 1000).toFixed(1).padStart(6)}s] ${message}\n`);
 const output: string[] = [];
+
+/** A ratio in each round the two rows were measured in (both measured in rounds), else of the two rows. */
+function roundRatios(mine: ThroughputRow, theirs: ThroughputRow): number[] {
+  if (mine.rounds && theirs.rounds && mine.rounds.length === theirs.rounds.length) return mine.rounds.map((value, index) => value / theirs.rounds![index]);
+  return [mine.requestsPerSecond / theirs.requestsPerSecond];
+}
+
+/** The median of per-round figures, with their range when there are several. */
+function spread(values: number[], format: (value: number) => string): string {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = format(median(sorted));
+  return sorted.length < 2 ? middle : `${middle} (${format(sorted[0])}–${format(sorted.at(-1)!)})`;
+}
 
 function throughputTable(rows: ThroughputRow[]): string {
   const servers = [...new Set(rows.map((row) => row.server))];
@@ -70,13 +83,16 @@ function throughputTable(rows: ThroughputRow[]): string {
         const row = cell(server, scenario);
         return row ? `${fmtInt(row.requestsPerSecond)} (p50 ${ms(row.p50)}, p99 ${ms(row.p99)} ms${row.errors ? `, ${row.errors} errors` : ''})` : '–';
       }),
-      theirs ? `${fmt(mine.requestsPerSecond / theirs.requestsPerSecond, 1)}×` : '–',
-      `${fmt((mine.requestsPerSecond / ceiling) * 100, 0)} %`,
+      theirs ? spread(roundRatios(mine, theirs), (ratio) => `${fmt(ratio, 1)}×`) : '–',
+      bare ? spread(roundRatios(mine, bare), (ratio) => `${fmt(ratio * 100, 0)} %`) : '–',
       `${cpuPerRequest(mine)} / ${cpuPerRequest(theirs)}`,
     ];
   });
   return [
-    `Ceiling: bare \`node:http\` fixed reply ${fmtInt(ceiling)} req/s, ${cpuPerRequest(bare)} µs of server CPU per request.`,
+    `Ceiling: bare \`node:http\` fixed reply ${fmtInt(ceiling)} req/s, ${cpuPerRequest(bare)} µs of server CPU per request.` +
+      (bare?.rounds && bare.rounds.length > 1
+        ? ` The ceiling, the reference and this server were measured in ${bare.rounds.length} rounds, scenario by scenario, all three started and only the measured one driven; each ratio is the median of the rounds' ratios (range in brackets), each figure the median round's.`
+        : ''),
     '',
     markdownTable(['request', ...servers.filter((server) => !server.startsWith('bare')), 'ours ÷ reference', 'ours ÷ ceiling', 'server CPU µs per request: ours / reference'], lines),
   ].join('\n');

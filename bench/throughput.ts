@@ -25,6 +25,12 @@ export const throughputConfig = {
   seconds: Number(process.env.BENCH_SECONDS ?? 8),
   /** The same load, unmeasured, before each cell: every server is measured warm (its JIT, caches, pools). */
   warmUpSeconds: Number(process.env.BENCH_WARMUP_SECONDS ?? 2),
+  /**
+   * Rounds of the ceiling, the reference and this server measured one after another, scenario by
+   * scenario: this machine's speed moves by a fifth from one minute to the next, so a ratio is taken
+   * within each round, from cells measured seconds apart, and the median round reported with the range.
+   */
+  rounds: Number(process.env.BENCH_ROUNDS ?? 3),
 };
 
 /** tasks/get measured again once the dashboard has served a page in the same process. */
@@ -42,6 +48,8 @@ export interface ThroughputRow {
   wallS: number;
   /** CPU seconds used during the cell, by part; `client` is the load generator (wrk's process, or autocannon in this one). */
   cpu: CpuReading & { client: number };
+  /** Measured in rounds (`throughputConfig.rounds`): requests per second in each; the row is the median round's. */
+  rounds?: number[];
 }
 
 const protocolVersion = '2025-11-25';
@@ -203,6 +211,19 @@ function childrenCpuSeconds(): number {
   return (Number(fields[13]) + Number(fields[14])) / clockTicksPerSecond;
 }
 
+/** Waits until a server uses under a tenth of a core over half a second (at most `maxMs`). */
+async function untilQuiet(readCpu: () => CpuReading, maxMs = 60_000): Promise<void> {
+  const total = () => Object.values(readCpu()).reduce<number>((sum, value) => sum + (value ?? 0), 0);
+  const deadline = performance.now() + maxMs;
+  let last = total();
+  do {
+    await sleep(500);
+    const now = total();
+    if (now - last < 0.05) return;
+    last = now;
+  } while (performance.now() < deadline);
+}
+
 /** One cell: a warm-up, then the server's and the load generator's CPU read before and after it runs. */
 async function measureCell(peer: Peer, server: string, scenario: string, headers: Record<string, string>, body: unknown): Promise<ThroughputRow> {
   if (throughputConfig.warmUpSeconds > 0) await drive(peer.url, headers, body, throughputConfig.warmUpSeconds);
@@ -217,8 +238,9 @@ async function measureCell(peer: Peer, server: string, scenario: string, headers
   const client = process.cpuUsage(clientBefore);
   const clientS = (client.user + client.system) / 1e6 + (childrenCpuSeconds() - childrenBefore);
   const used = (key: keyof CpuReading) => (before[key] === undefined || after[key] === undefined ? undefined : after[key]! - before[key]!);
-  // Work a cell leaves behind (a created task ending) must not count in the next one.
-  await sleep(500);
+  // Work a cell leaves behind (created tasks still running or ending, their garbage) must not count in
+  // the next one, on this server or on another: the server is left to go quiet first.
+  await untilQuiet(readCpu);
   return {
     server,
     scenario,
@@ -228,26 +250,67 @@ async function measureCell(peer: Peer, server: string, scenario: string, headers
   };
 }
 
-/** Runs one started server through every scenario (`reference`: the reference server's task tool). */
-export async function measurePeer(peer: Peer, reference: boolean, log: (line: string) => void): Promise<ThroughputRow[]> {
-  const rows: ThroughputRow[] = [];
-  if (peer.name.startsWith('bare')) {
-    const row = await measureCell(peer, peer.name, 'fixed reply', {}, { jsonrpc: '2.0', id: 1, method: 'ping' });
-    log(`${peer.name}: ${row.requestsPerSecond.toFixed(0)} req/s`);
-    return [row];
-  }
+/** Each scenario of a started server as a cell to measure: reads first, creation last. */
+async function cellsOf(peer: Peer, reference: boolean): Promise<Array<[string, Record<string, string>, unknown]>> {
+  if (peer.name.startsWith('bare')) return [['fixed reply', {}, { jsonrpc: '2.0', id: 1, method: 'ping' }]];
   const session = await openSession(peer);
   const cells: Array<[string, Record<string, string>, unknown]> = (await scenarios(peer, session, reference)).map(([scenario, body]) => [scenario, { ...peer.headers, ...session }, body]);
   if (!reference) for (const [scenario, headers, body] of await modernScenarios(peer)) cells.push([scenario, { ...peer.headers, ...headers }, body]);
   // Reads first: the tasks a creation cell makes leave the server garbage to collect, and work to finish,
   // for seconds after it, which the cells measured then would pay for.
   const creates = (scenario: string) => scenario.startsWith('create');
-  for (const [scenario, headers, body] of [...cells.filter(([scenario]) => !creates(scenario)), ...cells.filter(([scenario]) => creates(scenario))]) {
+  return [...cells.filter(([scenario]) => !creates(scenario)), ...cells.filter(([scenario]) => creates(scenario))];
+}
+
+/** Runs one started server through every scenario once (`reference`: the reference server's task tool). */
+export async function measurePeer(peer: Peer, reference: boolean, log: (line: string) => void): Promise<ThroughputRow[]> {
+  const rows: ThroughputRow[] = [];
+  for (const [scenario, headers, body] of await cellsOf(peer, reference)) {
     const row = await measureCell(peer, peer.name, scenario, headers, body);
     rows.push(row);
     log(`${peer.name} ${scenario}: ${row.requestsPerSecond.toFixed(0)} req/s, p99 ${row.p99} ms`);
   }
   return rows;
+}
+
+/** The row of the median round, with every round's requests per second. */
+function medianRound(rounds: ThroughputRow[]): ThroughputRow {
+  const sorted = [...rounds].sort((a, b) => a.requestsPerSecond - b.requestsPerSecond);
+  return { ...sorted[Math.floor((sorted.length - 1) / 2)], rounds: rounds.map((row) => row.requestsPerSecond) };
+}
+
+/**
+ * The ceiling, the reference and this server, all started and idle but the one driven, measured in
+ * rounds: in each round every scenario runs on the reference and then on this server, after the ceiling.
+ */
+async function measureInRounds(starters: Array<[() => Promise<Peer>, boolean]>, log: (line: string) => void): Promise<ThroughputRow[]> {
+  const peers: Array<{ peer: Peer; cells: Array<[string, Record<string, string>, unknown]> }> = [];
+  try {
+    for (const [start, reference] of starters) {
+      const peer = await start();
+      peers.push({ peer, cells: [] });
+      peers.at(-1)!.cells = await cellsOf(peer, reference);
+    }
+    const scenarioOrder = [...new Set(peers.flatMap(({ cells }) => cells.map(([scenario]) => scenario)))].sort(
+      (a, b) => Number(a.startsWith('create')) - Number(b.startsWith('create')),
+    );
+    const measured = new Map<string, ThroughputRow[]>();
+    for (let round = 1; round <= throughputConfig.rounds; round += 1) {
+      for (const scenario of scenarioOrder) {
+        for (const { peer, cells } of peers) {
+          const cell = cells.find(([name]) => name === scenario);
+          if (!cell) continue;
+          const row = await measureCell(peer, peer.name, scenario, cell[1], cell[2]);
+          const key = `${peer.name}\u0000${scenario}`;
+          measured.set(key, [...(measured.get(key) ?? []), row]);
+          log(`round ${round}: ${peer.name} ${scenario}: ${row.requestsPerSecond.toFixed(0)} req/s, p99 ${row.p99} ms`);
+        }
+      }
+    }
+    return [...measured.values()].map(medianRound);
+  } finally {
+    for (const { peer } of peers) await peer.stop();
+  }
 }
 
 /**
@@ -267,20 +330,20 @@ async function measureAfterDashboardPage(peer: Peer, log: (line: string) => void
 
 /** Runs every server through every scenario; `log` reports progress. */
 export async function measureThroughput(log: (line: string) => void): Promise<ThroughputRow[]> {
-  const rows: ThroughputRow[] = [];
-  const starters: Array<[() => Promise<Peer>, boolean]> = [
-    [startBareNode, false],
-    [startReference, true],
-    [startOurs, false],
-    [startRouteHandler, false],
-  ];
-  for (const [start, reference] of starters) {
-    const peer = await start();
-    try {
-      rows.push(...(await measurePeer(peer, reference, log)));
-    } finally {
-      await peer.stop();
-    }
+  const rows = await measureInRounds(
+    [
+      [startBareNode, false],
+      [startReference, true],
+      [startOurs, false],
+    ],
+    log,
+  );
+  // Next's own server, once: the same handler behind another mount, not a peer to compare with.
+  const routeHandler = await startRouteHandler();
+  try {
+    rows.push(...(await measurePeer(routeHandler, false, log)));
+  } finally {
+    await routeHandler.stop();
   }
   const afterPage = await startOurs();
   try {

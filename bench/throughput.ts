@@ -211,6 +211,9 @@ function childrenCpuSeconds(): number {
   return (Number(fields[13]) + Number(fields[14])) / clockTicksPerSecond;
 }
 
+/** How a server's CPU seconds are read: its own reader (PostgreSQL setups), else its process group's. */
+const cpuReaderOf = (peer: Peer) => peer.cpu ?? ((): CpuReading => ({ node: groupCpuSeconds(peer.pgid) }));
+
 /** Waits until a server uses under a tenth of a core over half a second (at most `maxMs`). */
 async function untilQuiet(readCpu: () => CpuReading, maxMs = 60_000): Promise<void> {
   const total = () => Object.values(readCpu()).reduce<number>((sum, value) => sum + (value ?? 0), 0);
@@ -227,7 +230,7 @@ async function untilQuiet(readCpu: () => CpuReading, maxMs = 60_000): Promise<vo
 /** One cell: a warm-up, then the server's and the load generator's CPU read before and after it runs. */
 async function measureCell(peer: Peer, server: string, scenario: string, headers: Record<string, string>, body: unknown): Promise<ThroughputRow> {
   if (throughputConfig.warmUpSeconds > 0) await drive(peer.url, headers, body, throughputConfig.warmUpSeconds);
-  const readCpu = peer.cpu ?? ((): CpuReading => ({ node: groupCpuSeconds(peer.pgid) }));
+  const readCpu = cpuReaderOf(peer);
   const before = readCpu();
   const clientBefore = process.cpuUsage();
   const childrenBefore = childrenCpuSeconds();
@@ -293,7 +296,7 @@ async function measureInRounds(starters: Array<[() => Promise<Peer>, boolean]>, 
       peers.at(-1)!.cells = await cellsOf(peer, reference);
     }
     // What a start leaves running (compiling, recovering, building caches) is not measured as load.
-    for (const { peer } of peers) await untilQuiet(peer.cpu ?? (() => ({ node: groupCpuSeconds(peer.pgid) })));
+    for (const { peer } of peers) await untilQuiet(cpuReaderOf(peer));
     const isCeiling = (peer: Peer) => peer.name.startsWith('bare');
     const scenarioOrder = [...new Set(peers.flatMap(({ peer, cells }) => (isCeiling(peer) ? [] : cells.map(([scenario]) => scenario))))].sort(
       (a, b) => Number(a.startsWith('create')) - Number(b.startsWith('create')),

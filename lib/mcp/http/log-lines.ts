@@ -42,8 +42,7 @@ export function lineBatches(fd: number, options: LineBatchOptions = {}): LineBat
   let waitingBytes = 0;
   let dropped = 0;
 
-  const enqueue = (text: string) => {
-    const batch = Buffer.from(text);
+  const enqueue = (batch: Buffer) => {
     waiting.push(batch);
     waitingBytes += batch.length;
   };
@@ -81,13 +80,14 @@ export function lineBatches(fd: number, options: LineBatchOptions = {}): LineBat
       chars = 0;
       // Once lines are dropped, later ones are too until the reader has taken everything that waits:
       // the log then reads as what was kept, how many lines are missing, and what came after.
-      if (dropped > 0 || waitingBytes + Buffer.byteLength(text) > maxWaitingBytes) dropped += countLines(text);
-      else enqueue(text);
+      const batch = Buffer.from(text);
+      if (dropped > 0 || waitingBytes + batch.length > maxWaitingBytes) dropped += countLines(text);
+      else enqueue(batch);
     }
     if (drain(final) && dropped > 0 && options.droppedLine) {
       const count = dropped;
       dropped = 0;
-      enqueue(options.droppedLine(count));
+      enqueue(Buffer.from(options.droppedLine(count)));
       drain(final);
     }
   };

@@ -12,7 +12,7 @@ import type { RequestFacts } from '../http/request-facts';
 import { SseStream } from '../http/sse';
 import { inFlight, LazyAbort } from '../http/in-flight';
 import { closeWhenTokenRevoked } from '../http/token-streams';
-import { dispatch, serverCapabilities, type RequestContext } from './methods';
+import { answersAtOnce, dispatch, serverCapabilities, type RequestContext } from './methods';
 import { handleBatch } from './batches';
 import { receiveNotification, receiveResponse } from './client-messages';
 import { handleGet } from './get-streams';
@@ -165,6 +165,39 @@ class LegacyRequest implements RequestContext {
 }
 
 /**
+ * What a method that answers at once gets instead of a stream: nothing it may call. A method marked so
+ * that reaches for a stream fails loudly rather than losing what it sent.
+ */
+const noStream: Pick<RequestContext, 'questionRelaysSettled' | 'send' | 'openStream' | 'isStreamRead' | 'disconnect'> = {
+  questionRelaysSettled: () => Promise.reject(new Error('A method that answers at once has no questions to relay')),
+  send: () => {
+    throw new Error('A method that answers at once cannot send messages');
+  },
+  openStream: () => {
+    throw new Error('A method that answers at once cannot open a stream');
+  },
+  isStreamRead: () => false,
+  disconnect: () => {},
+};
+
+/**
+ * A method that answers with its result alone (tasks/get, tools/list, ping…): no stream to foresee, no
+ * place at the stream cap, nothing for a cancellation to withhold. It takes milliseconds at most, and a
+ * notifications/cancelled that arrives meanwhile finds it answered, as one arriving just after would.
+ */
+async function answerAtOnce(message: JsonRpcRequest, ctx: McpContext, session: McpSession, caller: Caller): Promise<McpReply> {
+  const requestContext = new LegacyRequest(ctx, session, caller, message.id, new LazyAbort(), noStream);
+  try {
+    return jsonReply({ jsonrpc: '2.0', id: message.id, result: await dispatch(message.method, message.params, requestContext) });
+  } catch (error) {
+    const trouble = storageTroubleIn(error);
+    // Storage trouble is said with the status a client retries on.
+    if (trouble) return httpErrorReply(storageRefusal(trouble), message.id);
+    return jsonReply(rpcErrorBody(message.id, toErrorObject(error, message.method)));
+  }
+}
+
+/**
  * Answers one request: as JSON when the result is all there is, or as an SSE stream once the method
  * must send messages first or wait long (then the result is the stream's last event). The stream's
  * events have ids and go through the session's outbox, so a client that loses the stream resumes it
@@ -176,6 +209,7 @@ async function respond(
   session: McpSession,
   caller: Caller,
 ): Promise<McpReply> {
+  if (answersAtOnce(message.method)) return answerAtOnce(message, ctx, session, caller);
   let streamPlace: StreamPlace | undefined;
   if (await answersWithStream(message, session, ctx.engine, caller.userId)) {
     try {

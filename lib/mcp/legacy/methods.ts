@@ -335,12 +335,16 @@ class QuestionRelay {
   }
 }
 
-const methods: Record<string, { handler: MethodHandler; needsTasks?: boolean }> = {
+/**
+ * The methods. `streams`: the method may send messages before its result, or wait long, so its answer
+ * may become an SSE stream; every other method answers with its result alone, at once.
+ */
+const methods: Record<string, { handler: MethodHandler; needsTasks?: boolean; streams?: true }> = {
   ping: { handler: async () => ({}) },
 
   'tools/list': { handler: listTools },
 
-  'tools/call': { handler: callTool },
+  'tools/call': { handler: callTool, streams: true },
 
   'logging/setLevel': {
     handler: async (rawParams, ctx) => {
@@ -364,6 +368,7 @@ const methods: Record<string, { handler: MethodHandler; needsTasks?: boolean }> 
 
   'tasks/result': {
     needsTasks: true,
+    streams: true,
     handler: async (rawParams, ctx) => {
       const { taskId } = parseParams(taskIdParamsSchema, rawParams);
       try {
@@ -412,6 +417,11 @@ const methods: Record<string, { handler: MethodHandler; needsTasks?: boolean }> 
     },
   },
 };
+
+/** Whether a method answers with its result alone, never a stream (an unknown method's error included). */
+export function answersAtOnce(method: string): boolean {
+  return !Object.hasOwn(methods, method) || methods[method].streams !== true;
+}
 
 /** Runs one request's method, or throws -32601 when this session has no such method. */
 export function dispatch(method: string, params: unknown, ctx: RequestContext): Promise<Record<string, unknown>> {

@@ -36,6 +36,9 @@ const methods: Record<string, ModernMethod> = {
   'tasks/cancel': cancelTask,
 };
 
+/** The methods whose answer may become an SSE stream (progress, log messages, a long wait); every other one answers at once. */
+const streaming = new Set(['tools/call']);
+
 /**
  * Whether a request speaks the modern era: a protocol version in its `_meta` (served statelessly even
  * with a stray Mcp-Session-Id, as the revision's versioning says), or else no Mcp-Session-Id and an
@@ -82,6 +85,7 @@ export async function handleModern(request: McpHttpRequest, posted: unknown, ctx
   if (!method) {
     return jsonReply(rpcErrorBody(message.id, { code: ErrorCode.MethodNotFound, message: `Method not found: ${message.method}` }), 404);
   }
+  if (!streaming.has(message.method)) return answerAtOnce(method, message, ctx, caller, client);
   return respond(method, message, request, ctx, caller, client);
 }
 
@@ -178,6 +182,35 @@ function track(request: McpHttpRequest): { cancel: LazyAbort; done(): void } {
       if (hooked) request.signal.removeEventListener('abort', cancelled);
     },
   };
+}
+
+/**
+ * What a method that answers at once gets instead of a stream: nothing it may call. A method marked so
+ * that reaches for a stream fails loudly rather than losing what it sent.
+ */
+const noStream: Pick<ModernCall, 'send' | 'isStreamRead' | 'openStream' | 'holdStreamPlace'> = {
+  send: () => {
+    throw new Error('A method that answers at once cannot send messages');
+  },
+  isStreamRead: () => false,
+  openStream: () => {
+    throw new Error('A method that answers at once cannot open a stream');
+  },
+  holdStreamPlace: () => Promise.reject(new Error('A method that answers at once holds no stream place')),
+};
+
+/**
+ * A method that answers with its result alone (tasks/get, tools/list…): no stream, no place at the
+ * stream cap, and nothing a closed connection or a shutdown would stop: it takes milliseconds at most.
+ */
+async function answerAtOnce(method: ModernMethod, message: JsonRpcRequest, ctx: McpContext, caller: Caller, client: ModernClient): Promise<McpReply> {
+  const call = new ModernRequest(message, ctx, caller, client, new LazyAbort(), noStream);
+  try {
+    return jsonReply({ jsonrpc: '2.0', id: message.id, result: finished(await method(message.params, call), ctx) });
+  } catch (error) {
+    const failed = failure(error, message.method);
+    return jsonReply(rpcErrorBody(message.id, failed.error), failed.status, failed.headers);
+  }
 }
 
 /**

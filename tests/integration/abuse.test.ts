@@ -328,6 +328,23 @@ describe('request log', () => {
     expect(refused.event).toBeUndefined();
   });
 
+  it('is left out below its level (LOG_LEVEL=warn), and the server answers all the same', async () => {
+    const quiet = await startServer({ LOG_LEVEL: 'warn' });
+    try {
+      const mcp = new RawMcp(quiet.mcpUrl, createToken(quiet, 'quiet@example.com'));
+      await mcp.initialize();
+      const task = await mcp.startDelayTask(0);
+      expect((await mcp.call('tasks/result', { taskId: task.taskId })).isError).toBeFalsy();
+      expect((await mcp.request('ping')).status).toBe(200);
+      // Longer than the log's flush interval (200 ms) twice over.
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      expect(quiet.output()).not.toContain('"msg":"mcp request"');
+      expect(quiet.output()).not.toContain('"msg":"task ended"');
+    } finally {
+      await quiet.stop();
+    }
+  });
+
   it('cannot be made to write a forged line by a method name or id', async () => {
     const mcp = await session('forger@example.com');
     const forged = '\n{"level":30,"msg":"mcp request","forged":true}\n';

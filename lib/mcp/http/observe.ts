@@ -7,12 +7,12 @@ import type { McpContext } from '../core/context';
 import { unknownTaskWords } from '../core/long-calls';
 import { isoTimestamp } from '../core/timestamps';
 import { handleMcp } from './endpoint';
-import { lineBatches } from './log-lines';
+import { lineBatches, type LineBatches } from './log-lines';
 import { getRateLimits } from './rate-limit';
 import { isStreamReply, type McpHttpRequest, type McpReply } from './exchange';
 import type { MessageSummary, RequestFacts } from './request-facts';
 
-const globalForLog = globalThis as unknown as { __mcpTaskServerLog?: pino.Logger };
+const globalForLog = globalThis as unknown as { __mcpTaskServerLog?: { logger: pino.Logger; destination: LineBatches } };
 
 /** How long a log line may wait in the buffer when the server is quiet. */
 const logFlushMs = 200;
@@ -38,14 +38,29 @@ function isoTime(): string {
  * lines. Lines are buffered and written in batches off the request's path (a busy server writes
  * many lines per write; a quiet one within `logFlushMs`); what is still buffered at exit is written then.
  */
-export function getLog(): pino.Logger {
+function getLog(): { logger: pino.Logger; destination: LineBatches } {
   if (!globalForLog.__mcpTaskServerLog) {
     const destination = lineBatches(1, { droppedLine });
     setInterval(() => destination.flush(), logFlushMs).unref();
     process.once('exit', () => destination.flush(true));
-    globalForLog.__mcpTaskServerLog = pino({ level: getEnv().LOG_LEVEL, base: undefined, timestamp: isoTime }, destination);
+    const logger = pino({ level: getEnv().LOG_LEVEL, base: undefined, timestamp: isoTime }, destination);
+    globalForLog.__mcpTaskServerLog = { logger, destination };
   }
   return globalForLog.__mcpTaskServerLog;
+}
+
+/**
+ * The line of one request, at level info, as pino writes every other line (level, time, the fields,
+ * msg), made with one JSON.stringify of the fields: pino's serialiser, which walks the fields and
+ * escapes each short string character by character in JavaScript, was the largest part of a
+ * `tasks/get`'s own work. JSON.stringify escapes every value too: client text cannot forge lines here
+ * either.
+ */
+function logRequest(fields: Record<string, string | number | undefined>): void {
+  const { logger, destination } = getLog();
+  if (!logger.isLevelEnabled('info')) return;
+  const json = JSON.stringify(fields);
+  destination.write(`{"level":${logger.levels.values.info}${isoTime()}${json.length > 2 ? `,${json.slice(1, -1)}` : ''},"msg":"mcp request"}\n`);
 }
 
 /** Client-supplied text is logged, but never more than this of it. */
@@ -131,27 +146,24 @@ export async function observeMcp(request: McpHttpRequest, ctx: McpContext): Prom
   if (caller && unknownTask) {
     await getRateLimits().noteUnknownTask(caller.userId);
   }
-  getLog().info(
-    {
-      requestId: randomUUID(),
-      userId: caller?.userId,
-      client: session ? clip(`${session.clientName}/${session.clientVersion}`) : client ? clip(`${client.name}/${client.version}`) : undefined,
-      protocolVersion: client?.protocolVersion,
-      httpMethod: request.method,
-      method: clip(message?.method),
-      rpcId: message?.id !== undefined ? clip(safeJson(message.id)) : undefined,
-      batchSize: message?.batchSize,
-      tool: clip(message?.tool),
-      taskId: clip(message?.taskId ?? outcome?.taskId),
-      event: auditEventOf(message, outcome, streamed),
-      status: reply.status,
-      rpcError: outcome?.rpcError,
-      // Why storage refused it (full, busy, readonly, gone, io, unreachable).
-      storage: outcome?.storage,
-      durationMs: Math.round((performance.now() - started) * 10) / 10,
-    },
-    'mcp request',
-  );
+  logRequest({
+    requestId: randomUUID(),
+    userId: caller?.userId,
+    client: session ? clip(`${session.clientName}/${session.clientVersion}`) : client ? clip(`${client.name}/${client.version}`) : undefined,
+    protocolVersion: client?.protocolVersion,
+    httpMethod: request.method,
+    method: clip(message?.method),
+    rpcId: message?.id !== undefined ? clip(safeJson(message.id)) : undefined,
+    batchSize: message?.batchSize,
+    tool: clip(message?.tool),
+    taskId: clip(message?.taskId ?? outcome?.taskId),
+    event: auditEventOf(message, outcome, streamed),
+    status: reply.status,
+    rpcError: outcome?.rpcError,
+    // Why storage refused it (full, busy, readonly, gone, io, unreachable).
+    storage: outcome?.storage,
+    durationMs: Math.round((performance.now() - started) * 10) / 10,
+  });
   return reply;
 }
 
@@ -160,6 +172,6 @@ export function logTaskEnds(bus: EventBus): () => void {
   return bus.subscribe(topics.allTasks, (event: BusEvent) => {
     // The instance where the task ended logs it.
     if (event.type !== 'task-changed' || event.remote || !event.transition || !isTerminal(event.task.status)) return;
-    getLog().info({ event: `task.${event.task.status}`, taskId: event.task.id, userId: event.task.userId, tool: event.task.toolName }, 'task ended');
+    getLog().logger.info({ event: `task.${event.task.status}`, taskId: event.task.id, userId: event.task.userId, tool: event.task.toolName }, 'task ended');
   });
 }

@@ -18,20 +18,22 @@ export function growthPercentFor(liveBytes: number, percent: number, minStepByte
 
 /**
  * Sets the growth now, and again after every full collection from the size it left (V8 reads the
- * setting when it sets the next limit). 0 leaves V8's own policy.
+ * setting when it sets the next limit). 0 leaves V8's own policy. `setFlags` is V8's own setter but in
+ * tests; the returned function stops following collections.
  */
-export function keepHeapGrowth(percent: number): void {
-  if (percent <= 0) return;
+export function keepHeapGrowth(percent: number, setFlags: (flags: string) => void = (flags) => v8.setFlagsFromString(flags)): () => void {
+  if (percent <= 0) return () => {};
   let applied = 0;
   const apply = () => {
     const wanted = growthPercentFor(v8.getHeapStatistics().used_heap_size, percent);
     if (wanted === applied) return;
     applied = wanted;
-    v8.setFlagsFromString(`--heap-growing-percent=${wanted}`);
+    setFlags(`--heap-growing-percent=${wanted}`);
   };
   apply();
   const observer = new PerformanceObserver((list) => {
     if (list.getEntries().some((entry) => ((entry as { detail?: { kind?: number } }).detail)?.kind === constants.NODE_PERFORMANCE_GC_MAJOR)) apply();
   });
   observer.observe({ entryTypes: ['gc'] });
+  return () => observer.disconnect();
 }

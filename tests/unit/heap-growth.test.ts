@@ -1,43 +1,17 @@
-import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import v8 from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { growthPercentFor, minGrowthStepBytes } from '@/server/heap-growth';
+import { growthPercentFor, keepHeapGrowth, minGrowthStepBytes } from '@/server/heap-growth';
 
-const root = path.resolve(__dirname, '..', '..');
 const mib = 1024 * 1024;
 
-/**
- * A process that holds about 120 MiB live and makes garbage that lives long enough to reach the old
- * generation (as waiting calls and working tasks do), with the policy on or off: its heap's peak size.
- */
-function peakHeapMiB(policy: 'on' | 'off'): { peakMiB: number; liveMiB: number } {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'heap-growth-'));
-  const script = path.join(dir, 'churn.mts');
-  fs.writeFileSync(
-    script,
-    `import { keepHeapGrowth } from ${JSON.stringify(path.join(root, 'server', 'heap-growth.ts'))};
-if (process.argv[2] === 'on') keepHeapGrowth(10);
-const live = [];
-for (let i = 0; i < 1500; i++) live.push(Array.from({ length: 1000 }, (_, j) => ({ i, j })));
-const ring = new Array(50_000);
-let peak = 0;
-for (let round = 0; round < 150; round++) {
-  for (let j = 0; j < 50_000; j++) ring[(round * 50_000 + j) % ring.length] = { round, j, pad: [round, j] };
-  await new Promise((resolve) => setImmediate(resolve));
-  peak = Math.max(peak, process.memoryUsage().heapTotal);
+/** A full collection, now (V8's gc(), reached without starting the process with --expose-gc). */
+function collectFully(): void {
+  v8.setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
 }
-console.log(JSON.stringify({ peakMiB: peak / ${mib}, liveMiB: process.memoryUsage().heapUsed / ${mib}, held: live.length }));
-`,
-  );
-  try {
-    const out = execFileSync(path.join(root, 'node_modules', '.bin', 'tsx'), [script, policy], { encoding: 'utf8', timeout: 60_000 });
-    return JSON.parse(out.trim().split('\n').at(-1)!);
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-}
+
+const percentOf = (flags: string) => Number(/^--heap-growing-percent=(\d+)$/.exec(flags)?.[1]);
 
 describe('heap growth', () => {
   it('grows by the percent asked for, but by at least 32 MB', () => {
@@ -52,10 +26,41 @@ describe('heap growth', () => {
     expect(growthPercentFor(0, 10)).toBe(100);
   });
 
-  it("keeps a busy process's heap near its live size, where V8 alone lets it grow to several times that", () => {
-    const off = peakHeapMiB('off');
-    const on = peakHeapMiB('on');
-    // In a run twice this long: Node 20 168 against 407 MiB; Node 24, whose young generation is larger, 302 against 506.
-    expect(on.peakMiB).toBeLessThan(off.peakMiB * 0.75);
-  }, 120_000);
+  // What the growth does to a heap is measured, not asserted (BENCHMARKS.md: ten thousand waiting calls
+  // at 456 MiB against 779 with V8's own policy): V8 sizes its own growth from the speeds it measures,
+  // so a heap without the policy grew to 407 MiB in one run of the same program and to 116 in another.
+  it('sets the growth at once, and again from what each full collection left', async () => {
+    const set: string[] = [];
+    const stop = keepHeapGrowth(10, (flags) => set.push(flags));
+    try {
+      expect(set).toHaveLength(1);
+      const first = percentOf(set[0]);
+      expect(first).toBeGreaterThanOrEqual(10);
+      // About 100 MiB more live: the room of at least 32 MB is now a smaller part of it.
+      let held: unknown[] | undefined = Array.from({ length: 1_500_000 }, (_, i) => ({ i, pad: [i] }));
+      collectFully();
+      const wanted = growthPercentFor(v8.getHeapStatistics().used_heap_size, 10);
+      // The collection is reported to observers after it, not during it (and V8 may have collected on its own before).
+      const near = () => Math.abs(percentOf(set.at(-1)!) - wanted) <= 2;
+      for (let i = 0; i < 100 && !near(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(set.length).toBeGreaterThanOrEqual(2);
+      expect(near()).toBe(true);
+      expect(percentOf(set.at(-1)!)).toBeLessThan(first);
+      expect(held.length).toBe(1_500_000);
+      held = undefined;
+    } finally {
+      stop();
+    }
+    // Stopped: a full collection (of the held objects, so the percent would change) sets nothing more.
+    const count = set.length;
+    collectFully();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(set).toHaveLength(count);
+  });
+
+  it('leaves V8 its own policy at 0', () => {
+    const set: string[] = [];
+    keepHeapGrowth(0, (flags) => set.push(flags))();
+    expect(set).toEqual([]);
+  });
 });

@@ -473,6 +473,42 @@ describe('questions over raw HTTP', () => {
     await second.close();
   });
 
+  it('asks a question once when the GET stream opens while the question is being asked, and a tasks/result stream follows', async () => {
+    // The GET stream asks the open questions as it opens, while the new question is relayed to it: each
+    // try opens the stream a little later against the tool's first question (an SDK client opens its GET
+    // stream as it starts a task). Every copy sent before the task's completion notice is counted.
+    const copiesPerTry: number[] = [];
+    for (let attempt = 0; attempt < 20; attempt += 1) {
+      const mcp = await rawSession({ sampling: {} });
+      const [stream, started] = await Promise.all([
+        sleep(attempt % 7).then(() => mcp.openGetStream()),
+        mcp.call('tools/call', { name: 'summarize', arguments: { text: `Try ${attempt}` }, task: {} }),
+      ]);
+      const taskId: string = started.task.taskId;
+      const { reader } = await resultStream(mcp, taskId);
+      const copies: string[] = [];
+      let answered: Promise<Response> | undefined;
+      const take = (message: Record<string, any>) => {
+        if (message.method !== 'sampling/createMessage') return;
+        copies.push(message.id);
+        answered ??= answer(mcp, message.id, { role: 'assistant', content: { type: 'text', text: 'Done.' }, model: 'm' });
+      };
+      const onGet = (async () => {
+        for (;;) {
+          const message = await stream.nextMessage();
+          if (!message || (message.method === 'notifications/tasks/status' && message.params.status === 'completed')) return;
+          take(message);
+        }
+      })();
+      for (let message = await reader.nextMessage(); message && message.method; message = await reader.nextMessage()) take(message);
+      await onGet;
+      expect((await answered)!.status).toBe(202);
+      copiesPerTry.push(copies.length);
+      await stream.close();
+    }
+    expect(copiesPerTry).toEqual(copiesPerTry.map(() => 1));
+  });
+
   it('grants a question the hours a person needs, whatever shorter ttl the client asks', async () => {
     const mcp = await rawSession();
     const { task } = await mcp.call('tools/call', { name: 'ask_human', arguments: { question: 'Take your time?' }, task: { ttl: 60_000 } });

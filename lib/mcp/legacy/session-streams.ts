@@ -108,6 +108,9 @@ class Lanes {
   }
 }
 
+/** The turn in which a stream's messages are stored, one after another. */
+const laneOf = (sessionId: string, key: string | null) => `${sessionId}\u0000${key ?? ''}`;
+
 /** A message to store, or work that decides it when its turn comes (undefined: nothing to send). */
 type Outgoing = Record<string, unknown> | (() => Promise<Record<string, unknown> | undefined>);
 
@@ -157,18 +160,20 @@ export class SessionStreams {
       this.offerElsewhere(sessionId).catch((error: unknown) => console.error(`Session ${sessionId}: offering its questions again failed`, error));
     });
     try {
-      const cursor = resumeFrom ?? (await getLastSessionMessageId(sessionId));
+      // A fresh stream starts after the newest message, read in the GET stream's turn: every copy of a
+      // question sent from now on (marked as on the open GET stream) is stored after it, where the pump reads it.
+      const cursor = resumeFrom ?? (await this.deliveries.run(laneOf(sessionId, null), () => getLastSessionMessageId(sessionId)));
       if (resumeFrom === null) {
         // Clients before 2025-11-25 would try to parse an event without a message.
         if (session.protocolVersion === tasksProtocolVersion) this.deliver(sessionId, primingMessage);
-        // A fresh stream starts after the newest message: the questions still open are asked on it again,
-        // each with a new request id (an id is never used twice in a session).
-        // Not those a tasks/result stream of the session is carrying itself.
+        // The questions still open are asked on it again, each with a new request id (an id is never used
+        // twice in a session). Not those a tasks/result stream of the session is carrying itself, nor
+        // those a relayed question has put on this stream meanwhile.
         for (const input of await listPendingTaskInputsBySessionId(sessionId)) {
           const task = await getTaskById(input.taskId);
           if (stream.closed) break;
           if (!task || input.clientTaskId || !canBeSent(session, input.kind) || isLinkAcceptedBy(sessionId, input.id)) continue;
-          if (!questionsCarried(sessionId, task.id) || sentOnGetStream(sessionId, input.id)) this.sendQuestion(session, input, task.expiresAt, true);
+          if (!questionsCarried(sessionId, task.id) && !sentOnGetStream(sessionId, input.id)) this.sendQuestion(session, input, task.expiresAt, true);
         }
       }
       // The pump reads every message stored after the cursor, those delivered above included.
@@ -335,6 +340,8 @@ export class SessionStreams {
     const session = task?.sessionId ? await getMcpSessionById(task.sessionId) : undefined;
     if (!task || !session || !canBeSent(session, input.kind)) return;
     if (input.clientTaskId) {
+      // No longer outstanding on the GET stream: should the client's task go nowhere, the question is asked again.
+      markSentOnGetStream(session.id, input.id, false);
       // The client is answering through a task of its own: cancel it unless it gave the answer.
       if (input.status !== 'pending' && input.answeredVia !== clientTaskVia(input.clientTaskId) && canCancelTasks(session)) {
         const stream = await this.streamOfClientTask(session.id, input.clientTaskId);
@@ -345,12 +352,14 @@ export class SessionStreams {
     }
     if (task.invocation === 'call') return;
     // Open: a new question, or one whose client task was given up. The streams carrying the task's
-    // questions ask it; else the GET stream does.
-    markSentOnGetStream(session.id, input.id, false);
+    // questions ask it; else the GET stream does, unless a fresh GET stream has asked it meanwhile.
     if (input.status === 'pending') {
-      if (!questionsCarried(session.id, task.id) && !isLinkAcceptedBy(session.id, input.id)) this.sendQuestion(session, input, task.expiresAt, this.open_.has(session.id));
+      if (!questionsCarried(session.id, task.id) && !sentOnGetStream(session.id, input.id) && !isLinkAcceptedBy(session.id, input.id)) {
+        this.sendQuestion(session, input, task.expiresAt, this.open_.has(session.id));
+      }
       return;
     }
+    markSentOnGetStream(session.id, input.id, false);
     if (withdrawnByTasksCancel(session, input.kind)) return;
     const copies = await listSessionRequestIdsWithPrefix(session.id, inputRequestId(input.id, ''));
     for (const id of copies) {
@@ -391,7 +400,7 @@ export class SessionStreams {
 
   /** Stores a message in its stream's turn and wakes the stream's readers; rejects when it could not be stored. */
   private store(sessionId: string, message: Outgoing, key: string | null): Promise<void> {
-    return this.deliveries.run(`${sessionId}\u0000${key ?? ''}`, async () => {
+    return this.deliveries.run(laneOf(sessionId, key), async () => {
       const body = typeof message === 'function' ? await message() : message;
       if (!body) return;
       const messageId = await appendSessionMessage(sessionId, body, key);

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { getTaskById, type TaskRow } from '@/db/queries/tasks';
 import type { TaskInputRow } from '@/lib/tasks/inputs';
-import { listPendingTaskInputsBySessionId } from '@/db/queries/inputs';
+import { getTaskInputById, listPendingTaskInputsBySessionId } from '@/db/queries/inputs';
 import { ClientRequests } from './client-requests';
 import { clientTaskVia } from './client-task-poller';
 import {
@@ -168,12 +168,17 @@ export class SessionStreams {
         if (session.protocolVersion === tasksProtocolVersion) this.deliver(sessionId, primingMessage);
         // The questions still open are asked on it again, each with a new request id (an id is never used
         // twice in a session). Not those a tasks/result stream of the session is carrying itself, nor
-        // those a relayed question has put on this stream meanwhile.
-        for (const input of await listPendingTaskInputsBySessionId(sessionId)) {
-          const task = await getTaskById(input.taskId);
+        // those a relayed question has put on this stream meanwhile. Each is decided in its task's turn
+        // of relays, from the question as it is then: the relay of a change to it (an answer, the
+        // client's own task) runs wholly before or after, so no copy is sent from a row it made stale.
+        for (const listed of await listPendingTaskInputsBySessionId(sessionId)) {
           if (stream.closed) break;
-          if (!task || input.clientTaskId || !canBeSent(session, input.kind) || isLinkAcceptedBy(sessionId, input.id)) continue;
-          if (!questionsCarried(sessionId, task.id) && !sentOnGetStream(sessionId, input.id)) this.sendQuestion(session, input, task.expiresAt, true);
+          await this.relays.run(listed.taskId, async () => {
+            const [input, task] = await Promise.all([getTaskInputById(listed.id), getTaskById(listed.taskId)]);
+            if (stream.closed || !input || input.status !== 'pending' || !task || input.clientTaskId) return;
+            if (!canBeSent(session, input.kind) || isLinkAcceptedBy(sessionId, input.id)) return;
+            if (!questionsCarried(sessionId, task.id) && !sentOnGetStream(sessionId, input.id)) this.sendQuestion(session, input, task.expiresAt, true);
+          });
         }
       }
       // The pump reads every message stored after the cursor, those delivered above included.

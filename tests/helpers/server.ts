@@ -27,6 +27,7 @@ export interface TestServer {
   dataDir: string;
   dbPath: string;
   env: Record<string, string>;
+  /** What the server wrote to stdout and stderr (the latest 32 Mi characters of it). */
   output(): string;
   /** The server process's pid, which is also its process group id. */
   pid(): number;
@@ -57,6 +58,9 @@ export const testDatabase = process.env.MCP_TEST_DATABASE === 'postgres' ? 'post
 export const testMount = process.env.MCP_TEST_MOUNT === 'route-handler' ? 'route-handler' : 'production-server';
 
 export type TestMount = typeof testMount;
+
+/** How much of a server's output `output()` keeps: its latest characters. */
+const outputKeptChars = 32 * 1024 * 1024;
 
 function serverCommand(port: number, mount: TestMount): string[] {
   if (mount === 'production-server') return ['scripts/start.mjs'];
@@ -92,6 +96,12 @@ export async function startServer(extraEnv: Record<string, string> = {}, mount: 
   let child: ChildProcess | undefined;
   let log = '';
   let connection: SyncDatabase | undefined;
+  // A test's server writes far less than this; a benchmark's logs a line per request, millions of them,
+  // past the longest string V8 can make: of that, the latest part is kept.
+  const keepOutput = (chunk: Buffer) => {
+    log += chunk;
+    if (log.length > 2 * outputKeptChars) log = log.slice(-outputKeptChars);
+  };
 
   const launch = async () => {
     log = '';
@@ -101,8 +111,8 @@ export async function startServer(extraEnv: Record<string, string> = {}, mount: 
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    child.stdout!.on('data', (chunk) => (log += chunk));
-    child.stderr!.on('data', (chunk) => (log += chunk));
+    child.stdout!.on('data', keepOutput);
+    child.stderr!.on('data', keepOutput);
     const deadline = Date.now() + 60_000;
     for (;;) {
       if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}:\n${log}`);

@@ -62,8 +62,16 @@ export type TestMount = typeof testMount;
 /** How much of a server's output `output()` keeps: its latest characters. */
 const outputKeptChars = 32 * 1024 * 1024;
 
+/** What `npm start` gives node (package.json's start script, less `node`): the same V8 flags, the same script. */
+const npmStartArgs = (() => {
+  const command: string = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')).scripts.start;
+  const [program, ...args] = command.split(/\s+/);
+  if (program !== 'node') throw new Error(`package.json's start script does not run node: ${command}`);
+  return args;
+})();
+
 function serverCommand(port: number, mount: TestMount): string[] {
-  if (mount === 'production-server') return ['scripts/start.mjs'];
+  if (mount === 'production-server') return npmStartArgs;
   // Idle connections kept as long as npm start's server keeps them (server/main.ts): with Next's default,
   // a client's pooled connection can be closed by the server just as the client reuses it.
   return [path.join(root, 'node_modules', 'next', 'dist', 'bin', 'next'), 'start', '--port', String(port), '--hostname', '127.0.0.1', '--keepAliveTimeout', '65000'];
@@ -268,6 +276,11 @@ export function heapAfterGcEnv(): Record<string, string> {
 /** The heap and external memory a server started with `heapAfterGcEnv()` still uses once all its garbage is collected, in KiB. */
 export function heapAfterGcKib(server: TestServer): Promise<number> {
   return signalForReport(server, /heap after gc (\d+) KiB\n/g, 'the server did not report its heap');
+}
+
+/** The size of V8's young generation (its new space) in a server started with `heapAfterGcEnv()`, in KiB. */
+export function youngGenerationKib(server: TestServer): Promise<number> {
+  return signalForReport(server, /young generation (\d+) KiB\n/g, 'the server did not report its young generation');
 }
 
 /** Runs one of the project's command-line scripts (scripts/<name>.ts) against the server's database. */

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RawMcp, SseReader } from '../helpers/mcp';
-import { createToken, revokeToken, startServer, type TestServer } from '../helpers/server';
+import { createToken, heapAfterGcEnv, revokeToken, startServer, youngGenerationKib, type TestServer } from '../helpers/server';
 import { bearerChallenge } from '../helpers/www-authenticate';
 
 let server: TestServer;
@@ -465,5 +465,25 @@ describe('the GET stream', () => {
     const rowOf = (id: string | undefined) => Number(id?.slice('get:'.length));
     expect(rowOf(secondPriming?.id)).toBeGreaterThan(rowOf(priming?.id));
     await again.close();
+  });
+});
+
+describe('the process', () => {
+  // README (Memory): Node 24 sizes V8's young generation from the machine's memory (128 MiB on 24 GiB,
+  // 100 MiB more resident with ten thousand waiters); npm start keeps it at Node 20's 32 MiB.
+  it("keeps V8's young generation at 32 MiB under npm start, on every Node version", async () => {
+    const started = await startServer(heapAfterGcEnv(), 'production-server');
+    try {
+      const mcp = new RawMcp(started.mcpUrl, createToken(started, 'young@example.com'));
+      await mcp.initialize();
+      for (let round = 0; round < 20; round += 1) {
+        await Promise.all(Array.from({ length: 10 }, async () => expect((await mcp.call('tools/list')).tools.length).toBeGreaterThan(0)));
+      }
+      const young = await youngGenerationKib(started);
+      expect(young).toBeGreaterThan(0);
+      expect(young).toBeLessThanOrEqual(32 * 1024);
+    } finally {
+      await started.stop();
+    }
   });
 });

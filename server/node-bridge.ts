@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isStreamReply, payloadTooLarge, type McpHttpRequest, type McpReply } from '@/lib/mcp/http/exchange';
-import { sseHeaders } from '@/lib/mcp/http/sse';
+import { sseHeaders, type SseSink, type SseStream } from '@/lib/mcp/http/sse';
 
 /**
  * Node's request as lib/mcp's handler reads it, with nothing converted that the handler does not
@@ -54,33 +54,67 @@ function readNodeBody(req: IncomingMessage, maxBytes: number): Promise<string> {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > maxBytes) return Promise.reject(payloadTooLarge(maxBytes));
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
+    let chunks: Buffer[] = [];
     let received = 0;
+    // The request lives as long as its response, an event stream for hours perhaps: the listeners (and
+    // the chunks they hold) go once the body is read.
+    const done = () => {
+      req.off('data', onData).off('end', onEnd).off('error', onError);
+      chunks = [];
+    };
     const onData = (chunk: Buffer) => {
       received += chunk.byteLength;
       if (received <= maxBytes) {
         chunks.push(chunk);
         return;
       }
-      req.off('data', onData).off('end', onEnd);
+      done();
       req.resume();
       reject(payloadTooLarge(maxBytes));
     };
     const onEnd = () => {
       const text = (chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)).toString('utf8');
+      done();
       // As a Web body's text() does: a byte-order mark is not part of the text.
       resolve(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
     };
-    req.on('data', onData).once('end', onEnd).once('error', reject);
+    const onError = (error: Error) => {
+      done();
+      reject(error);
+    };
+    req.on('data', onData).once('end', onEnd).once('error', onError);
   });
+}
+
+/**
+ * An event stream's way to a Node response. Its methods are the sink and the close handler: every open
+ * stream holds one, and thousands may be open.
+ */
+class NodeSseSink implements SseSink {
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly stream: SseStream,
+  ) {
+    res.once('close', this.closed);
+  }
+
+  write(chunk: string): void {
+    this.res.write(chunk);
+  }
+
+  end(): void {
+    this.res.end();
+  }
+
+  /** The client has gone (or the response ended): the stream writes no more. */
+  private readonly closed = () => this.stream.abandon();
 }
 
 /** Writes the handler's reply: a JSON body in one write with its length, or an event stream as it comes. */
 export function sendReply(reply: McpReply, res: ServerResponse): void {
   if (isStreamReply(reply)) {
     res.writeHead(reply.status, { ...sseHeaders, ...reply.headers });
-    res.once('close', () => reply.stream.abandon());
-    reply.stream.attach({ write: (chunk) => void res.write(chunk), end: () => void res.end() });
+    reply.stream.attach(new NodeSseSink(res, reply.stream));
     return;
   }
   if (reply.json === undefined) {

@@ -44,7 +44,7 @@ import { decodeCursor, encodeCursor } from './cursor';
 import { describeFields } from './elicitation';
 import { TaskInputs } from './inputs';
 import { CoalescedProgress, ProgressWrites } from './progress';
-import { waitFor } from './wait';
+import { waitFor, type WaitSignal } from './wait';
 import { newTaskId } from './task-ids';
 import { activeStatuses, isTerminal, statusesLeadingTo, type TaskStatus } from './states';
 
@@ -82,6 +82,7 @@ const progressWriteIntervalMs = 1000;
  * without a transition): a task's waiters have nothing to do for them.
  */
 const passingEvents = new Set<BusEvent['type']>(['task-progress', 'task-log', 'task-stream-close']);
+const mayEndTask = (event: BusEvent) => !passingEvents.has(event.type) && !(event.type === 'task-changed' && !event.transition);
 
 /** Leases renewed in one statement at most (a process may run thousands of tasks). */
 const leaseBatch = 5_000;
@@ -342,7 +343,7 @@ export class TaskEngine {
   waitForTerminal(
     taskId: string,
     userId: string,
-    signal?: AbortSignal,
+    signal?: WaitSignal,
     onWake?: (task: TaskRow) => void | Promise<void>,
     onProgress?: (task: TaskRow) => void,
   ): Promise<TaskRow> {
@@ -363,7 +364,7 @@ export class TaskEngine {
         return undefined;
       },
       signal,
-      (event) => !passingEvents.has(event.type) && !(event.type === 'task-changed' && !event.transition),
+      mayEndTask,
     );
     return unsubscribe ? ended.finally(unsubscribe) : ended;
   }

@@ -1,3 +1,5 @@
+import type { StopSignal } from '@/lib/tasks/wait';
+
 /**
  * Requests in flight, of both eras, so that notifications/cancelled, DELETE and shutdown can stop them; and the one
  * reason a shutdown gives, told apart by identity (each route bundle may hold its own copy of this module).
@@ -12,12 +14,14 @@ export interface Abortable {
  * An AbortController made only when its signal is first read: most requests (ping, tasks/get) end
  * before anything listens, and a controller with its signal and listeners is not free. An abort before
  * then is remembered: `onAbort` runs at once, and the signal, when it is read, is already aborted.
- * `onSignal` runs when the signal is made, to hook it to what else may abort it.
+ * `onSignal` runs when the signal is made, to hook it to what else may abort it. A wait follows it
+ * without a signal at all (StopSignal): its listeners run after `onAbort`, before the signal's.
  */
-export class LazyAbort implements Abortable {
+export class LazyAbort implements Abortable, StopSignal {
   #controller: AbortController | undefined;
   #aborted = false;
   #reason: unknown;
+  #listeners: Array<() => void> | undefined;
 
   constructor(private readonly hooks: { onAbort?: () => void; onSignal?: () => void } = {}) {}
 
@@ -30,12 +34,33 @@ export class LazyAbort implements Abortable {
     return this.#controller.signal;
   }
 
+  get aborted(): boolean {
+    return this.#aborted;
+  }
+
+  get reason(): unknown {
+    return this.#reason;
+  }
+
+  addAbortListener(listener: () => void): void {
+    if (this.#aborted) listener();
+    else (this.#listeners ??= []).push(listener);
+  }
+
+  removeAbortListener(listener: () => void): void {
+    const index = this.#listeners?.indexOf(listener) ?? -1;
+    if (index >= 0) this.#listeners!.splice(index, 1);
+  }
+
   abort(reason?: unknown): void {
     if (this.#aborted) return;
     this.#aborted = true;
     this.#reason = reason;
     // First, as the listener added first would run first on a signal.
     this.hooks.onAbort?.();
+    const listeners = this.#listeners;
+    this.#listeners = undefined;
+    for (const listener of listeners ?? []) listener();
     this.#controller?.abort(reason);
   }
 }

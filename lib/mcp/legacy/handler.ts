@@ -9,8 +9,9 @@ import { answersWithStream, countMcpStream, createSessionWithinCap, takeMcpStrea
 import type { McpHttpRequest, McpReply } from '../http/exchange';
 import { emptyReply, httpErrorReply, jsonReply, rpcErrorBody } from '../http/replies';
 import type { RequestFacts } from '../http/request-facts';
-import { SseStream } from '../http/sse';
+import type { SseStream } from '../http/sse';
 import { inFlight, LazyAbort } from '../http/in-flight';
+import type { StopSignal } from '@/lib/tasks/wait';
 import { closeWhenTokenRevoked } from '../http/token-streams';
 import { answersAtOnce, dispatch, serverCapabilities, type RequestContext } from './methods';
 import { handleBatch } from './batches';
@@ -125,68 +126,69 @@ function instructionsFor(protocolVersion: string): string {
 }
 
 /**
- * What a method handler gets besides its params. A class, not an object literal: V8 gives each literal
- * with a getter of its own a hidden class of its own, made where only a full collection frees it, and a
- * request's signal must stay a getter (it is made only when read, LazyAbort).
+ * What a method that answers at once (tasks/get, tools/list, ping…) gets besides its params: no stream
+ * to foresee, no place at the stream cap, nothing for a cancellation to withhold; a method marked so
+ * that reaches for a stream fails loudly rather than losing what it sent. A class, not an object
+ * literal: V8 gives each literal with a getter of its own a hidden class of its own, made where only a
+ * full collection frees it, and a request's signal must stay a getter (it is made only when read,
+ * LazyAbort).
  */
 class LegacyRequest implements RequestContext {
   readonly engine: RequestContext['engine'];
   readonly userId: string;
   readonly heartbeatMs: number;
   readonly answerWindowOf: RequestContext['answerWindowOf'];
-  readonly questionRelaysSettled: RequestContext['questionRelaysSettled'];
-  readonly send: RequestContext['send'];
-  readonly openStream: RequestContext['openStream'];
-  readonly isStreamRead: RequestContext['isStreamRead'];
-  readonly disconnect: RequestContext['disconnect'];
+  protected readonly cancel: LazyAbort;
 
   constructor(
-    ctx: McpContext,
+    protected readonly ctx: McpContext,
     readonly session: McpSession,
-    caller: Caller,
+    protected readonly caller: Caller,
     readonly requestId: string | number,
-    private readonly cancel: LazyAbort,
-    outlet: Pick<RequestContext, 'questionRelaysSettled' | 'send' | 'openStream' | 'isStreamRead' | 'disconnect'>,
   ) {
     this.engine = ctx.engine;
     this.userId = caller.userId;
     this.heartbeatMs = ctx.heartbeatMs;
     this.answerWindowOf = ctx.answerWithinMs;
-    this.questionRelaysSettled = outlet.questionRelaysSettled;
-    this.send = outlet.send;
-    this.openStream = outlet.openStream;
-    this.isStreamRead = outlet.isStreamRead;
-    this.disconnect = outlet.disconnect;
+    this.cancel = new LazyAbort(this);
   }
 
   get signal(): AbortSignal {
     return this.cancel.signal;
   }
+
+  get stop(): StopSignal {
+    return this.cancel;
+  }
+
+  questionRelaysSettled(_taskId: string): Promise<void> {
+    return Promise.reject(new Error('A method that answers at once has no questions to relay'));
+  }
+
+  send(_message: Record<string, unknown>): void {
+    throw new Error('A method that answers at once cannot send messages');
+  }
+
+  openStream(_resumableAs?: string): void {
+    throw new Error('A method that answers at once cannot open a stream');
+  }
+
+  isStreamRead(): boolean {
+    return false;
+  }
+
+  disconnect(): void {}
+
+  /** What a cancellation does besides aborting the signal: nothing, for an answer that comes at once. */
+  onAbort(): void {}
 }
 
 /**
- * What a method that answers at once gets instead of a stream: nothing it may call. A method marked so
- * that reaches for a stream fails loudly rather than losing what it sent.
- */
-const noStream: Pick<RequestContext, 'questionRelaysSettled' | 'send' | 'openStream' | 'isStreamRead' | 'disconnect'> = {
-  questionRelaysSettled: () => Promise.reject(new Error('A method that answers at once has no questions to relay')),
-  send: () => {
-    throw new Error('A method that answers at once cannot send messages');
-  },
-  openStream: () => {
-    throw new Error('A method that answers at once cannot open a stream');
-  },
-  isStreamRead: () => false,
-  disconnect: () => {},
-};
-
-/**
- * A method that answers with its result alone (tasks/get, tools/list, ping…): no stream to foresee, no
- * place at the stream cap, nothing for a cancellation to withhold. It takes milliseconds at most, and a
- * notifications/cancelled that arrives meanwhile finds it answered, as one arriving just after would.
+ * A method that answers with its result alone takes milliseconds at most, and a notifications/cancelled
+ * that arrives meanwhile finds it answered, as one arriving just after would.
  */
 async function answerAtOnce(message: JsonRpcRequest, ctx: McpContext, session: McpSession, caller: Caller): Promise<McpReply> {
-  const requestContext = new LegacyRequest(ctx, session, caller, message.id, new LazyAbort(), noStream);
+  const requestContext = new LegacyRequest(ctx, session, caller, message.id);
   try {
     return jsonReply({ jsonrpc: '2.0', id: message.id, result: await dispatch(message.method, message.params, requestContext) });
   } catch (error) {
@@ -194,6 +196,105 @@ async function answerAtOnce(message: JsonRpcRequest, ctx: McpContext, session: M
     // Storage trouble is said with the status a client retries on.
     if (trouble) return httpErrorReply(storageRefusal(trouble), message.id);
     return jsonReply(rpcErrorBody(message.id, toErrorObject(error, message.method)));
+  }
+}
+
+/**
+ * A request whose answer may become an SSE stream (tools/call, tasks/result): its method's context,
+ * and what opens, counts and ends its stream. Its state is fields and its behaviour methods, not
+ * closures: a tasks/result may wait for hours, thousands at once, and all a request holds is held as
+ * long.
+ */
+class StreamingRequest extends LegacyRequest {
+  private stream: SseStream | undefined;
+  private streamKey = '';
+  private readonly inFlightKey: string;
+  /** Settles what `answer()` returned: the first of the method's JSON answer and its stream. */
+  private decide: ((reply: McpReply) => void) | undefined;
+
+  constructor(
+    ctx: McpContext,
+    session: McpSession,
+    caller: Caller,
+    private readonly message: JsonRpcRequest,
+    private readonly streamPlace: StreamPlace | undefined,
+  ) {
+    super(ctx, session, caller, message.id);
+    this.inFlightKey = inFlightKey(session.id, message.id);
+  }
+
+  /** Runs the method: resolves with its JSON answer, or with its stream as soon as it opens one. */
+  answer(): Promise<McpReply> {
+    inFlight.set(this.inFlightKey, this.cancel);
+    const answered = new Promise<McpReply>((resolve) => (this.decide = resolve));
+    void this.run();
+    return answered;
+  }
+
+  private async run(): Promise<void> {
+    const { message } = this;
+    let final: Record<string, unknown>;
+    let trouble: StorageTrouble | undefined;
+    try {
+      final = { jsonrpc: '2.0', id: message.id, result: await dispatch(message.method, message.params, this) };
+    } catch (error) {
+      trouble = storageTroubleIn(error);
+      final = rpcErrorBody(message.id, toErrorObject(error, message.method));
+    } finally {
+      inFlight.delete(this.inFlightKey);
+    }
+    if (this.stream) {
+      try {
+        finishResponseStream(this.ctx, this.session.id, this.streamKey, this.cancel.signal, final);
+      } catch (error) {
+        console.error(`MCP ${JSON.stringify(message.method)}: ending the response stream failed`, error);
+      }
+      return;
+    }
+    this.streamPlace?.release();
+    // Not yet a stream: storage trouble is said with the status a client retries on.
+    this.settle(trouble ? httpErrorReply(storageRefusal(trouble), message.id) : jsonReply(final));
+  }
+
+  /** Without a response to send, the HTTP exchange still has to end: as an empty, closed stream. */
+  override onAbort(): void {
+    this.openStream();
+  }
+
+  override openStream(resumableAs?: string): void {
+    if (this.stream) return;
+    const { ctx, session, caller } = this;
+    this.streamKey = resumableAs ?? `post:${crypto.randomUUID()}`;
+    const stream = (this.stream = ctx.streams.openResponse(session, this.streamKey, this.message.id));
+    // A stream no one could foresee (a quick tool's progress, a cancelled request) is counted all the same.
+    if (this.streamPlace) this.streamPlace.holdUntilEnd(stream);
+    else countMcpStream(caller.userId, session.id, stream);
+    closeWhenTokenRevoked(stream, caller.tokenId);
+    this.settle(streamReply(stream));
+  }
+
+  /** The first answer decides; the rest are late. */
+  private settle(reply: McpReply): void {
+    const decide = this.decide;
+    this.decide = undefined;
+    decide?.(reply);
+  }
+
+  override send(outgoing: Record<string, unknown>): void {
+    this.openStream();
+    this.ctx.streams.sendOnResponse(this.session.id, this.streamKey, outgoing);
+  }
+
+  override questionRelaysSettled(taskId: string): Promise<void> {
+    return this.ctx.streams.questionRelaysSettled(taskId);
+  }
+
+  override isStreamRead(): boolean {
+    return this.stream !== undefined && this.ctx.streams.isResponseRead(this.streamKey);
+  }
+
+  override disconnect(): void {
+    if (this.stream) this.ctx.streams.disconnectResponse(this.streamKey);
   }
 }
 
@@ -219,61 +320,7 @@ async function respond(
       throw error;
     }
   }
-  let stream: SseStream | undefined;
-  let streamKey = '';
-  let markStreamed = () => {};
-  const streamed = new Promise<'streamed'>((resolve) => (markStreamed = () => resolve('streamed')));
-  const openStream = (resumableAs?: string) => {
-    if (!stream) {
-      streamKey = resumableAs ?? `post:${crypto.randomUUID()}`;
-      stream = ctx.streams.openResponse(session, streamKey, message.id);
-      // A stream no one could foresee (a quick tool's progress, a cancelled request) is counted all the same.
-      if (streamPlace) streamPlace.holdUntilEnd(stream);
-      else countMcpStream(caller.userId, session.id, stream);
-      closeWhenTokenRevoked(stream, caller.tokenId);
-      markStreamed();
-    }
-  };
-  // Without a response to send, the HTTP exchange still has to end: as an empty, closed stream.
-  const cancel = new LazyAbort({ onAbort: () => openStream() });
-  const key = inFlightKey(session.id, message.id);
-  inFlight.set(key, cancel);
-  const requestContext = new LegacyRequest(ctx, session, caller, message.id, cancel, {
-    questionRelaysSettled: (taskId) => ctx.streams.questionRelaysSettled(taskId),
-    send: (outgoing) => {
-      openStream();
-      ctx.streams.sendOnResponse(session.id, streamKey, outgoing);
-    },
-    openStream,
-    isStreamRead: () => stream !== undefined && ctx.streams.isResponseRead(streamKey),
-    disconnect: () => {
-      if (stream) ctx.streams.disconnectResponse(streamKey);
-    },
-  });
-
-  let trouble: StorageTrouble | undefined;
-  const reply = (async () => {
-    try {
-      return { jsonrpc: '2.0', id: message.id, result: await dispatch(message.method, message.params, requestContext) };
-    } catch (error) {
-      trouble = storageTroubleIn(error);
-      return rpcErrorBody(message.id, toErrorObject(error, message.method));
-    } finally {
-      inFlight.delete(key);
-    }
-  })();
-
-  const first = await Promise.race([reply, streamed]);
-  if (first !== 'streamed') {
-    streamPlace?.release();
-    // Not yet a stream: storage trouble is said with the status a client retries on.
-    if (trouble) return httpErrorReply(storageRefusal(trouble), message.id);
-    return jsonReply(first);
-  }
-  reply
-    .then((final) => finishResponseStream(ctx, session.id, streamKey, cancel.signal, final))
-    .catch((error: unknown) => console.error(`MCP ${JSON.stringify(message.method)}: ending the response stream failed`, error));
-  return streamReply(stream!);
+  return new StreamingRequest(ctx, session, caller, message, streamPlace).answer();
 }
 
 async function handleDelete(request: McpHttpRequest, ctx: McpContext, userId: string, facts: RequestFacts): Promise<McpReply> {

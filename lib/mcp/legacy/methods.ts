@@ -39,6 +39,7 @@ import {
 } from './input-requests';
 import { isLoggedFor } from './logging';
 import { callStreamKey, resultStreamKey } from './session-streams';
+import type { StopSignal } from '@/lib/tasks/wait';
 
 /** What a method handler gets besides its params. */
 export interface RequestContext {
@@ -49,6 +50,8 @@ export interface RequestContext {
   requestId: string | number;
   /** Aborts when the client cancels the request, the session ends or the server stops; not when the client goes away. */
   signal: AbortSignal;
+  /** The same as `signal`, for a wait, where there is one without making the signal (see StopSignal). */
+  readonly stop?: StopSignal;
   /** See McpContext.heartbeatMs. */
   heartbeatMs: number;
   /** How long a client waits for a call before it gives up, by its name: McpContext.answerWithinMs. */
@@ -157,7 +160,7 @@ async function callTool(rawParams: unknown, ctx: RequestContext): Promise<Record
     userId: ctx.userId,
     signal: ctx.signal,
     progressToken,
-    send: ctx.send,
+    send: (message) => ctx.send(message),
     logAllows: (level) => isLoggedFor(ctx.session.id, level),
     closeStream: () => ctx.disconnect?.(),
   });
@@ -177,7 +180,7 @@ async function callTaskTool(name: string, args: Record<string, unknown>, progres
     userId: ctx.userId,
     signal: ctx.signal,
     progressToken: undefined,
-    send: ctx.send,
+    send: (message) => ctx.send(message),
     logAllows: (level) => isLoggedFor(ctx.session.id, level),
     closeStream: () => ctx.disconnect?.(),
   });
@@ -201,7 +204,7 @@ export async function followCallTask(
   const questions = new QuestionRelay(ctx, taskId, 'unnamed');
   const progress = progressToken !== undefined ? new ProgressRelay(ctx, progressToken, progressSent) : undefined;
   // Log messages are not stored: only a call that is being followed carries them.
-  const logs = new LogRelay(ctx.send, (level) => isLoggedFor(ctx.session.id, level));
+  const logs = new LogRelay((message) => ctx.send(message), (level) => isLoggedFor(ctx.session.id, level));
   const stopFollowingEvents = ctx.engine.bus.subscribe(topics.task(taskId), (event) => {
     if (event.type === 'task-log') logs.log(event.level, event.data, event.logger);
     if (event.type === 'task-stream-close') ctx.disconnect?.();
@@ -210,7 +213,7 @@ export async function followCallTask(
     const row = await ctx.engine.waitForTerminal(
       taskId,
       ctx.userId,
-      windowClosed ? AbortSignal.any([ctx.signal, windowClosed]) : ctx.signal,
+      windowClosed ? AbortSignal.any([ctx.signal, windowClosed]) : (ctx.stop ?? ctx.signal),
       async (task) => {
         await questions.sync(task);
         progress?.sync(task);
@@ -378,7 +381,7 @@ const methods: Record<string, { handler: MethodHandler; needsTasks?: boolean; st
           const relay = new QuestionRelay(ctx, taskId, 'named');
           const release = carryQuestions(ctx.session.id, taskId);
           try {
-            row = await ctx.engine.waitForTerminal(taskId, ctx.userId, ctx.signal, (task) => relay.sync(task));
+            row = await ctx.engine.waitForTerminal(taskId, ctx.userId, ctx.stop ?? ctx.signal, (task) => relay.sync(task));
           } finally {
             release();
           }

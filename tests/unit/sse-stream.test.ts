@@ -59,3 +59,45 @@ describe('an event stream closing', () => {
     expect(written).toEqual([': stream open\n\n', 'id: 7\ndata: {"jsonrpc":"2.0","method":"ping"}\n\n']);
   });
 });
+
+describe('keeping event streams alive', () => {
+  afterEach(() => vi.useRealTimers());
+
+  it('writes a comment to every open stream of a period each period, none after a stream closes, with one timer for them all', () => {
+    vi.useFakeTimers();
+    const written = (stream: SseStream) => {
+      const chunks: string[] = [];
+      stream.attach({ write: (chunk) => chunks.push(chunk), end: () => {} });
+      return chunks;
+    };
+    const timersBefore = vi.getTimerCount();
+    const first = new SseStream(1000);
+    const second = new SseStream(1000);
+    const other = new SseStream(5000);
+    expect(vi.getTimerCount() - timersBefore).toBe(2);
+    const [a, b, c] = [written(first), written(second), written(other)];
+    vi.advanceTimersByTime(1000);
+    expect(a.filter((chunk) => chunk === ': keep-alive\n\n')).toHaveLength(1);
+    expect(b.filter((chunk) => chunk === ': keep-alive\n\n')).toHaveLength(1);
+    expect(c.filter((chunk) => chunk === ': keep-alive\n\n')).toHaveLength(0);
+    second.close();
+    vi.advanceTimersByTime(4000);
+    expect(a.filter((chunk) => chunk === ': keep-alive\n\n')).toHaveLength(5);
+    expect(b.filter((chunk) => chunk === ': keep-alive\n\n')).toHaveLength(1);
+    expect(c.filter((chunk) => chunk === ': keep-alive\n\n')).toHaveLength(1);
+    first.abandon();
+    other.close();
+    // The last stream of a period takes its timer with it.
+    expect(vi.getTimerCount()).toBe(timersBefore);
+  });
+
+  it('calls streamClosed on a listener object when the stream closes, or at once when it has', () => {
+    const closedOnes: string[] = [];
+    const listener = (name: string) => ({ streamClosed: () => closedOnes.push(name) });
+    const stream = new SseStream();
+    stream.onClose(listener('before'));
+    stream.close();
+    stream.onClose(listener('after'));
+    expect(closedOnes).toEqual(['before', 'after']);
+  });
+});

@@ -56,20 +56,32 @@ export interface StreamPlace {
   release(): void;
 }
 
-function place(giveBack: () => void): StreamPlace {
-  let held = true;
-  const release = () => {
-    if (!held) return;
-    held = false;
-    giveBack();
-  };
-  return {
-    release,
-    holdUntilEnd: (stream) => {
-      stream.onClose(release);
-    },
-  };
+/**
+ * A place held until it is given back, once. A class, not closures: every open stream holds one, and
+ * thousands may be open.
+ */
+class HeldPlace implements StreamPlace {
+  private held = true;
+
+  constructor(private readonly giveBack: () => void) {}
+
+  release(): void {
+    if (!this.held) return;
+    this.held = false;
+    this.giveBack();
+  }
+
+  holdUntilEnd(stream: SseStream): void {
+    stream.onClose(this);
+  }
+
+  /** The stream it was held for has closed. */
+  streamClosed(): void {
+    this.release();
+  }
 }
+
+const place = (giveBack: () => void): StreamPlace => new HeldPlace(giveBack);
 
 function occupyInMemory(key: string): StreamPlace {
   openStreamsPerUser.set(key, (openStreamsPerUser.get(key) ?? 0) + 1);

@@ -6,6 +6,13 @@ const defaultKeepAliveMs = 15_000;
 const globalForStreams = globalThis as unknown as { __mcpTaskServerStreams?: Set<SseStream> };
 const openStreams = (globalForStreams.__mcpTaskServerStreams ??= new Set());
 
+/**
+ * The open streams of each keep-alive period, and the one timer that writes their comments: thousands
+ * of streams may wait at once, and a timer each is not free. A stream's first comment comes within one
+ * period of its opening.
+ */
+const keepAliveGroups = new Map<number, { streams: Set<SseStream>; timer: ReturnType<typeof setInterval> }>();
+
 /** Ends every open stream: a graceful shutdown waits for open responses, and these never end by themselves. */
 export function closeAllStreams(): void {
   for (const stream of openStreams) stream.close();
@@ -17,6 +24,11 @@ export const sseHeaders = {
   Connection: 'keep-alive',
   'X-Accel-Buffering': 'no',
 };
+
+/** What runs when a stream closes: a function, or an object whose `streamClosed` is called (no closure to hold). */
+export type StreamCloseListener = (() => void) | { streamClosed(): void };
+
+const runCloseListener = (listener: StreamCloseListener) => (typeof listener === 'function' ? listener() : listener.streamClosed());
 
 /** Where a stream's text goes: a Node response, or the controller of a Web stream. */
 export interface SseSink {
@@ -34,14 +46,21 @@ export class SseStream {
   /** A first comment makes the server send the headers now, not with the first event. */
   private pending: string[] | undefined = [': stream open\n\n'];
   /** What runs when the stream closes; undefined once it has. A list, not an AbortSignal: thousands of streams wait at once, and a signal with its listeners holds about a kilobyte. */
-  private closeListeners: Array<() => void> | undefined = [];
+  private closeListeners: StreamCloseListener[] | undefined = [];
   private aborter: AbortController | undefined;
-  private readonly keepAlive: ReturnType<typeof setInterval>;
 
-  constructor(keepAliveMs = defaultKeepAliveMs) {
+  constructor(private readonly keepAliveMs = defaultKeepAliveMs) {
     openStreams.add(this);
-    this.keepAlive = setInterval(() => this.write(': keep-alive\n\n'), keepAliveMs);
-    this.keepAlive.unref?.();
+    let group = keepAliveGroups.get(keepAliveMs);
+    if (!group) {
+      const streams = new Set<SseStream>();
+      const timer = setInterval(() => {
+        for (const stream of streams) stream.write(': keep-alive\n\n');
+      }, keepAliveMs);
+      timer.unref?.();
+      keepAliveGroups.set(keepAliveMs, (group = { streams, timer }));
+    }
+    group.streams.add(this);
   }
 
   get closed(): boolean {
@@ -49,9 +68,9 @@ export class SseStream {
   }
 
   /** Runs `listener` once the stream closes, or now if it has. */
-  onClose(listener: () => void): void {
+  onClose(listener: StreamCloseListener): void {
     if (this.closeListeners) this.closeListeners.push(listener);
-    else listener();
+    else runCloseListener(listener);
   }
 
   /** An AbortSignal that aborts when the stream closes, for what takes a signal. */
@@ -132,13 +151,17 @@ export class SseStream {
 
   private finish(): void {
     openStreams.delete(this);
-    clearInterval(this.keepAlive);
+    const group = keepAliveGroups.get(this.keepAliveMs);
+    if (group?.streams.delete(this) && group.streams.size === 0) {
+      clearInterval(group.timer);
+      keepAliveGroups.delete(this.keepAliveMs);
+    }
     const listeners = this.closeListeners;
     if (!listeners) return;
     this.closeListeners = undefined;
     for (const listener of listeners) {
       try {
-        listener();
+        runCloseListener(listener);
       } catch (error) {
         // One listener's failure must not keep the others from running.
         console.error('A listener of a closed event stream failed', error);

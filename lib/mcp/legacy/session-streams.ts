@@ -108,6 +108,64 @@ class Lanes {
   }
 }
 
+/**
+ * Writes one stream's outbox rows to it, from just after `cursor`, whenever the bus says the stream has
+ * new ones. It reads only while there is something to read: a stream that waits holds no suspended call,
+ * and thousands of them may wait at once.
+ */
+class OutboxPump {
+  private pending = false;
+  private reading = false;
+
+  constructor(
+    bus: EventBus,
+    private readonly stream: SseStream,
+    private readonly sessionId: string,
+    private readonly key: string | null,
+    private cursor: number,
+  ) {
+    // Only this stream's own messages wake it: a session may have thousands of response streams open.
+    stream.onClose(bus.subscribe(topics.sessionStream(sessionId, key), () => this.wake()));
+  }
+
+  wake(): void {
+    this.pending = true;
+    if (!this.reading) {
+      this.reading = true;
+      this.read().catch((error: unknown) => {
+        console.error(`Session ${this.sessionId}: stream ${this.key ?? 'GET'} failed`, error);
+        this.stream.close();
+      });
+    }
+  }
+
+  private async read(): Promise<void> {
+    const { stream, key } = this;
+    try {
+      while (this.pending && !stream.closed) {
+        this.pending = false;
+        const batch = await listSessionMessagesAfter(this.sessionId, this.cursor, replayBatch, key);
+        for (const row of batch) {
+          if (isEnd(row.message)) {
+            stream.close();
+            return;
+          }
+          if (isPriming(row.message)) stream.prime(eventIdOf(key, row.id), reconnectDelayMs);
+          else stream.send(row.message, eventIdOf(key, row.id));
+          this.cursor = row.id;
+          if (key !== null && isResponse(row.message)) {
+            stream.close();
+            return;
+          }
+        }
+        if (batch.length === replayBatch) this.pending = true;
+      }
+    } finally {
+      this.reading = false;
+    }
+  }
+}
+
 /** The turn in which a stream's messages are stored, one after another. */
 const laneOf = (sessionId: string, key: string | null) => `${sessionId}\u0000${key ?? ''}`;
 
@@ -296,43 +354,7 @@ export class SessionStreams {
 
   /** Writes a stream's outbox rows to it as they come, woken by the bus; a response stream ends with its response. */
   private pump(stream: SseStream, sessionId: string, key: string | null, from: number): void {
-    let cursor = from;
-    let pending = true;
-    let wake = () => {};
-    // Only this stream's own messages wake it: a session may have thousands of response streams open.
-    const unsubscribe = this.bus.subscribe(topics.sessionStream(sessionId, key), () => {
-      pending = true;
-      wake();
-    });
-    stream.onClose(() => {
-      unsubscribe();
-      wake();
-    });
-    void (async () => {
-      while (!stream.closed) {
-        if (!pending) await new Promise<void>((resolve) => (wake = resolve));
-        pending = false;
-        if (stream.closed) break;
-        const batch = await listSessionMessagesAfter(sessionId, cursor, replayBatch, key);
-        for (const row of batch) {
-          if (isEnd(row.message)) {
-            stream.close();
-            return;
-          }
-          if (isPriming(row.message)) stream.prime(eventIdOf(key, row.id), reconnectDelayMs);
-          else stream.send(row.message, eventIdOf(key, row.id));
-          cursor = row.id;
-          if (key !== null && isResponse(row.message)) {
-            stream.close();
-            return;
-          }
-        }
-        if (batch.length === replayBatch) pending = true;
-      }
-    })().catch((error: unknown) => {
-      console.error(`Session ${sessionId}: stream ${key ?? 'GET'} failed`, error);
-      stream.close();
-    });
+    new OutboxPump(this.bus, stream, sessionId, key, from).wake();
   }
 
   /**

@@ -453,12 +453,12 @@ export class SessionStreams {
     return true;
   }
 
-  /** Turns task events into the notifications the session that started the task receives. */
   /** Resolves once every question event of the task seen so far has been relayed to the streams. */
   questionRelaysSettled(taskId: string): Promise<void> {
     return this.relays.run(taskId, async () => {});
   }
 
+  /** Turns task events into the notifications the session that started the task receives. */
   notifyTaskEvents(event: BusEvent): void {
     if (event.type === 'input-changed') {
       const input = event.input;

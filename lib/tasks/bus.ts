@@ -65,27 +65,28 @@ export function publishTaskEvent(bus: EventBus, event: TaskBusEvent): void {
 export function createInProcessBus(): EventBus & { hasListeners(topic: string): boolean } {
   const emitter = new EventEmitter();
   emitter.setMaxListeners(0);
+  const publish = (topic: string, event: BusEvent) => {
+    // A failing listener is its own problem: it must not stop the others, nor fail the publisher (events
+    // are published once their change has committed). Listeners are synchronous: one that must write
+    // starts the write and handles its rejection itself. Isolated here, not by a wrapper per
+    // subscription: thousands of waits may be subscribed at once.
+    for (const listener of emitter.listeners(topic) as Array<(event: BusEvent) => void>) {
+      try {
+        listener(event);
+      } catch (error) {
+        console.error(`A listener of ${topic} failed`, error);
+      }
+    }
+  };
   return {
     hasListeners: (topic) => emitter.listenerCount(topic) > 0,
-    publish(topic, event) {
-      emitter.emit(topic, event);
-    },
+    publish,
     resync() {
-      for (const topic of emitter.eventNames()) emitter.emit(topic, { type: 'resync' } satisfies BusEvent);
+      for (const topic of emitter.eventNames()) if (typeof topic === 'string') publish(topic, { type: 'resync' });
     },
     subscribe(topic, listener) {
-      // A failing listener is its own problem: it must not stop the others, nor fail the publisher (events
-      // are published once their change has committed). Listeners are synchronous: one that must write
-      // starts the write and handles its rejection itself.
-      const isolated = (event: BusEvent) => {
-        try {
-          listener(event);
-        } catch (error) {
-          console.error(`A listener of ${topic} failed`, error);
-        }
-      };
-      emitter.on(topic, isolated);
-      return () => emitter.off(topic, isolated);
+      emitter.on(topic, listener);
+      return () => emitter.off(topic, listener);
     },
   };
 }

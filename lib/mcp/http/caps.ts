@@ -81,11 +81,9 @@ class HeldPlace implements StreamPlace {
   }
 }
 
-const place = (giveBack: () => void): StreamPlace => new HeldPlace(giveBack);
-
 function occupyInMemory(key: string): StreamPlace {
   openStreamsPerUser.set(key, (openStreamsPerUser.get(key) ?? 0) + 1);
-  return place(() => {
+  return new HeldPlace(() => {
     const left = (openStreamsPerUser.get(key) ?? 1) - 1;
     if (left > 0) openStreamsPerUser.set(key, left);
     else openStreamsPerUser.delete(key);
@@ -98,7 +96,7 @@ async function occupyInDatabase(kind: StreamKind, userId: string, limit: number,
   if (id === null) return null;
   heldPlaceIds.add(id);
   // The stream has ended: nothing waits for the row to go.
-  return place(() => {
+  return new HeldPlace(() => {
     heldPlaceIds.delete(id);
     deleteStreamPlaceById(id).catch((error: unknown) =>
       console.error(`Giving back a stream's place failed; it stops counting within ${streamPlaceTtlMs / 1000} s`, error),

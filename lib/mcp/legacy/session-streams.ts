@@ -110,7 +110,7 @@ class Lanes {
 
 /**
  * Writes one stream's outbox rows to it, from just after `cursor`, whenever the bus says the stream has
- * new ones. It reads only while there is something to read: a stream that waits holds no suspended call,
+ * new ones; a response stream ends with its response. It reads only while there is something to read: a stream that waits holds no suspended call,
  * and thousands of them may wait at once.
  */
 class OutboxPump {
@@ -240,7 +240,7 @@ export class SessionStreams {
         }
       }
       // The pump reads every message stored after the cursor, those delivered above included.
-      this.pump(stream, sessionId, null, cursor);
+      new OutboxPump(this.bus, stream, sessionId, null, cursor).wake();
     } catch (error) {
       stream.close();
       throw error;
@@ -319,7 +319,7 @@ export class SessionStreams {
       entry.readers.delete(stream);
       if (entry.readers.size === 0 && this.responseReaders.get(key) === entry) this.responseReaders.delete(key);
     });
-    this.pump(stream, sessionId, key, cursor);
+    new OutboxPump(this.bus, stream, sessionId, key, cursor).wake();
     return stream;
   }
 
@@ -350,11 +350,6 @@ export class SessionStreams {
     this.liveResponses.delete(key);
     this.deliver(sessionId, response ?? endWithoutResponse, key);
     if (!response) for (const reader of this.responseReaders.get(key)?.readers ?? []) reader.close();
-  }
-
-  /** Writes a stream's outbox rows to it as they come, woken by the bus; a response stream ends with its response. */
-  private pump(stream: SseStream, sessionId: string, key: string | null, from: number): void {
-    new OutboxPump(this.bus, stream, sessionId, key, from).wake();
   }
 
   /**

@@ -99,6 +99,23 @@ async function settleSecret(databaseUrl: string | undefined): Promise<string> {
   }
 }
 
+/** Where Next 16 keeps its preload of pages and routes behind the custom-server wrapper (private fields). */
+interface Preloading {
+  server?: { server?: { unstable_preloadEntries?: () => Promise<void> } };
+}
+
+/**
+ * Loads every page and route before the server listens. Next starts the same preload once prepared but
+ * does not wait for it; running it again here takes what is already loaded from the module cache and
+ * waits for the rest. False where this version of Next keeps it elsewhere.
+ */
+async function entriesLoaded(app: ReturnType<typeof next>): Promise<boolean> {
+  const server = (app as unknown as Preloading).server?.server;
+  if (typeof server?.unstable_preloadEntries !== 'function') return false;
+  await server.unstable_preloadEntries();
+  return true;
+}
+
 export async function main({ dev = false } = {}): Promise<void> {
   let env;
   try {
@@ -128,6 +145,11 @@ export async function main({ dev = false } = {}): Promise<void> {
   const { mcp } = getRuntime();
   const app = next({ dev, dir: root, hostname: env.HOST, port: env.PORT });
   await app.prepare();
+  // Once prepared, Next loads every page and route in the background, and a request that comes meanwhile
+  // shares the CPU with all of it: seconds when several instances start together on a small machine,
+  // longer than a load balancer's health check gives an instance. Listening once they are loaded makes a
+  // started server a ready one. (The development server compiles pages on demand instead.)
+  if (!dev && !(await entriesLoaded(app))) console.warn('Pages and routes load on their first request: this version of Next.js keeps its preload elsewhere.');
   const handleNext = app.getRequestHandler();
 
   const serveMcp: NodeHandler = async (req, res) => {

@@ -469,6 +469,22 @@ describe('the GET stream', () => {
 });
 
 describe('the process', () => {
+  // Next loads pages and routes in the background once prepared; a load balancer's first health check
+  // then waited behind it (over two seconds with three instances starting on two cores) and took the
+  // instance out of rotation. npm start listens once they are loaded, through Next's private fields.
+  it('npm start listens only once every page and route is loaded', async () => {
+    const started = await startServer({}, 'production-server');
+    try {
+      const health = await fetch(`${started.url}/healthz`);
+      expect(health.status).toBe(200);
+      expect(await health.json()).toMatchObject({ status: 'ok' });
+      expect(started.output()).toContain('MCP endpoint:');
+      expect(started.output()).not.toContain('load on their first request');
+    } finally {
+      await started.stop();
+    }
+  });
+
   // README (Memory): Node 24 sizes V8's young generation from the machine's memory (128 MiB on 24 GiB,
   // 100 MiB more resident with ten thousand waiters); npm start keeps it at Node 20's 32 MiB.
   it("keeps V8's young generation at 32 MiB under npm start, on every Node version", async () => {

@@ -446,12 +446,12 @@ describe('per-user caps and limits, held for the whole deployment', () => {
       expectRefusal(refused!, /this access token sent too many requests/);
       // Round robin: each instance saw about a third of them, far from the limit alone.
       await expect.poll(() => total(pings(false))).toBe(limit - 2 + 1);
-      for (const count of pings(false)) expect(count).toBeLessThan(limit / 2);
+      for (const count of pings(false)) expect(count, limited.proxyLog()).toBeLessThan(limit / 2);
 
       // The requests that follow are refused whichever instance they reach.
       for (let i = 0; i < 6; i += 1) expect((await mcp.request('ping')).status).toBe(429);
       await expect.poll(() => total(pings(true))).toBe(7);
-      expect(pings(true).every((count) => count > 0)).toBe(true);
+      expect(pings(true).every((count) => count > 0), limited.proxyLog()).toBe(true);
     } finally {
       await limited.stop();
     }

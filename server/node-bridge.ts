@@ -113,7 +113,9 @@ class NodeSseSink implements SseSink {
 /** Writes the handler's reply: a JSON body in one write with its length, or an event stream as it comes. */
 export function sendReply(reply: McpReply, res: ServerResponse): void {
   if (isStreamReply(reply)) {
-    res.writeHead(reply.status, { ...sseHeaders, ...reply.headers });
+    // Sent alone, the head is written as it stands, which flattens it: node:http builds it as some thirty
+    // concatenated strings, and a stream keeps it as long as it is open (about 0.5 KB less a stream).
+    res.writeHead(reply.status, { ...sseHeaders, ...reply.headers }).flushHeaders();
     reply.stream.attach(new NodeSseSink(res, reply.stream));
     return;
   }

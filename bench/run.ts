@@ -259,8 +259,12 @@ async function heavyLoad(server: TestServer, token: string, pgid: number): Promi
       firstFailure ||= String(error);
     }
   });
-  const rss: number[] = [];
-  const sampler = setInterval(() => rss.push(groupRssKib(pgid).totalKib), 500);
+  // Sampled by phase: while clients arrive, while every one of them waits, and while the tasks end.
+  const rss = { arriving: [] as number[], waiting: [] as number[], ending: [] as number[] };
+  const sampler = setInterval(() => {
+    const phase = answered + failures > 0 ? 'ending' : opened < taskIds.length ? 'arriving' : 'waiting';
+    rss[phase].push(groupRssKib(pgid).totalKib);
+  }, 500);
   const waitersOpenAt = performance.now();
   while (opened + failures < taskIds.length && performance.now() - waitersOpenAt < 120_000) await sleep(200);
   log(`${fmtInt(opened)} waiters open`);
@@ -275,12 +279,17 @@ async function heavyLoad(server: TestServer, token: string, pgid: number): Promi
       ['tasks created (16 clients)', `${fmtInt(created.values.length)} in ${fmt(created.wallMs / 1000, 1)} s, ${created.errors} errors${created.firstError ? ` (${created.firstError})` : ''}`],
       ['waiters answered with the result', `${fmtInt(answered)} of ${fmtInt(taskIds.length)}, ${failures} failed${firstFailure ? ` (${firstFailure.slice(0, 160)})` : ''}`],
       ['of which answered at once (their task had ended before they came)', fmtInt(answeredAtOnce)],
-      ['server RSS while all wait: median / max', `${mib(median(rss))} / ${mib(Math.max(...rss))}`],
+      ['server RSS over the whole run: median / max', rssFigure([...rss.arriving, ...rss.waiting, ...rss.ending])],
+      ['server RSS while the waiters arrive: median / max', rssFigure(rss.arriving)],
+      [`server RSS while all ${fmtInt(taskIds.length)} wait: median / max`, rssFigure(rss.waiting)],
+      ['server RSS while the tasks end and their waiters are answered: median / max', rssFigure(rss.ending)],
       ['server CPU while they work and end', `${fmt((cpu / wallS) * 100, 0)} % of one core over ${fmt(wallS, 0)} s`],
     ]),
     '',
   );
 }
+
+const rssFigure = (samples: number[]) => (samples.length > 0 ? `${mib(median(samples))} / ${mib(Math.max(...samples))}` : 'no sample');
 
 /** Lets at most `size` calls run at once; the others wait their turn. */
 class Gate {

@@ -116,6 +116,11 @@ export function sendReply(reply: McpReply, res: ServerResponse): void {
     // Sent alone, the head is written as it stands, which flattens it: node:http builds it as some thirty
     // concatenated strings, and a stream keeps it as long as it is open (about 0.5 KB less a stream).
     res.writeHead(reply.status, { ...sseHeaders, ...reply.headers }).flushHeaders();
+    // The handler read what it needed of the request's headers before it replied. Node keeps each header
+    // (its name and value as sent, and the lower-cased table made from them) as long as the request, which
+    // an event stream keeps for as long as it is open (about 1.5 KB a stream with a common client's headers).
+    res.req.rawHeaders = [];
+    res.req.headers = {};
     reply.stream.attach(new NodeSseSink(res, reply.stream));
     return;
   }

@@ -338,6 +338,22 @@ class QuestionRelay {
   }
 }
 
+/** What tasks/result returns for a task still active: on the request's stream, its questions, then its result once it ends. */
+async function resultOnceEnded(ctx: RequestContext, taskId: string): Promise<Record<string, unknown>> {
+  ctx.openStream(resultStreamKey(taskId));
+  const relay = new QuestionRelay(ctx, taskId, 'named');
+  const release = carryQuestions(ctx.session.id, taskId);
+  let row: TaskRow;
+  try {
+    row = await ctx.engine.waitForTerminal(taskId, ctx.userId, ctx.stop ?? ctx.signal, (task) => relay.sync(task));
+  } finally {
+    release();
+  }
+  await relay.sync(row);
+  await ctx.questionRelaysSettled(taskId);
+  return taskResultPayload(row);
+}
+
 /**
  * The methods. `streams`: the method may send messages before its result, or wait long, so its answer
  * may become an SSE stream; every other method answers with its result alone, at once.
@@ -372,26 +388,16 @@ const methods: Record<string, { handler: MethodHandler; needsTasks?: boolean; st
   'tasks/result': {
     needsTasks: true,
     streams: true,
-    handler: async (rawParams, ctx) => {
+    // Not an async function: its suspended frame would keep the task as first read, the whole row, for as
+    // long as the task works, in each of thousands of waiting calls.
+    handler: (rawParams, ctx) => {
       const { taskId } = parseParams(taskIdParamsSchema, rawParams);
-      try {
-        let row = await ctx.engine.getTask(taskId, ctx.userId);
-        if (!isTerminal(row.status)) {
-          ctx.openStream(resultStreamKey(taskId));
-          const relay = new QuestionRelay(ctx, taskId, 'named');
-          const release = carryQuestions(ctx.session.id, taskId);
-          try {
-            row = await ctx.engine.waitForTerminal(taskId, ctx.userId, ctx.stop ?? ctx.signal, (task) => relay.sync(task));
-          } finally {
-            release();
-          }
-          await relay.sync(row);
-          await ctx.questionRelaysSettled(taskId);
-        }
-        return taskResultPayload(row);
-      } catch (error) {
-        throw taskErrorToRpc(error, 'Failed to retrieve task result');
-      }
+      return ctx.engine
+        .getTask(taskId, ctx.userId)
+        .then((row) => (isTerminal(row.status) ? taskResultPayload(row) : resultOnceEnded(ctx, taskId)))
+        .catch((error: unknown) => {
+          throw taskErrorToRpc(error, 'Failed to retrieve task result');
+        });
     },
   },
 

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isStreamReply, payloadTooLarge, type McpHttpRequest, type McpReply } from '@/lib/mcp/http/exchange';
 import { sseHeaders, type SseSink, type SseStream } from '@/lib/mcp/http/sse';
+import { jsonBodyText } from '@/lib/mcp/core/json-text';
 
 /**
  * Node's request as lib/mcp's handler reads it, with nothing converted that the handler does not
@@ -128,6 +129,6 @@ export function sendReply(reply: McpReply, res: ServerResponse): void {
     res.writeHead(reply.status, reply.headers).end();
     return;
   }
-  const body = JSON.stringify(reply.json);
+  const body = jsonBodyText(reply.json);
   res.writeHead(reply.status, { ...reply.headers, 'Content-Length': Buffer.byteLength(body) }).end(body);
 }

@@ -1,4 +1,5 @@
 import { ErrorCode, HttpError } from '../core/errors';
+import { jsonBodyText } from '../core/json-text';
 import type { SseStream } from './sse';
 
 /**
@@ -58,5 +59,5 @@ export function fromWebRequest(request: Request): McpHttpRequest {
 
 export function toWebResponse(reply: McpReply): Response {
   if (isStreamReply(reply)) return reply.stream.response(reply.headers);
-  return new Response(reply.json === undefined ? null : JSON.stringify(reply.json), { status: reply.status, headers: reply.headers });
+  return new Response(reply.json === undefined ? null : jsonBodyText(reply.json), { status: reply.status, headers: reply.headers });
 }

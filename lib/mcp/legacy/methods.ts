@@ -5,6 +5,7 @@ import type { TaskEngine, TaskRow } from '@/lib/tasks/engine';
 import { isTerminal } from '@/lib/tasks/states';
 import { findToolFor, toolsFor } from '@/lib/tools/catalogue';
 import { describeTool, type CallToolResult } from '@/lib/tools/define';
+import { sharedListings } from '../core/json-text';
 import { ErrorCode, RpcError } from '../core/errors';
 import { logNotification } from '../core/log-messages';
 import {
@@ -97,7 +98,7 @@ async function listTools(rawParams: unknown, ctx: RequestContext): Promise<Recor
     const described = describeTool(tool, hasTasks(ctx.session));
     return answersEarly && tool.taskSupport === 'optional' ? admittingEarlyAnswers(described) : described;
   });
-  return { tools: usesTasks(ctx.session) ? listed : [...listed, ...describeTaskTools(answerWindow(ctx))] };
+  return { tools: sharedListings(usesTasks(ctx.session) ? listed : [...listed, ...describeTaskTools(answerWindow(ctx))]) };
 }
 
 async function callTool(rawParams: unknown, ctx: RequestContext): Promise<Record<string, unknown>> {

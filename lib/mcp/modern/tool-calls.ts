@@ -5,6 +5,7 @@ import { isTerminal } from '@/lib/tasks/states';
 import { topics } from '@/lib/tasks/bus';
 import type { TaskRow } from '@/lib/tasks/engine';
 import { ErrorCode, RpcError } from '../core/errors';
+import { sharedListings } from '../core/json-text';
 import { parseParams, requireNoCursor } from '../core/schema';
 import { taskErrorToRpc, taskResultPayload } from '../core/task-messages';
 import { describeTaskTools, runTaskTool, stillRunningResult, taskToolNames, type FollowTask } from '../core/long-calls';
@@ -34,7 +35,7 @@ export const listTools: ModernMethod = async (rawParams, call) => {
   const tools = (await toolsFor(call.userId)).map((tool) => describeTool(tool, false));
   // A request without the tasks extension gets the tools that fetch a task's result, as a legacy client without tasks does.
   const listed = declaresTasks(call.client) ? tools : [...tools, ...describeTaskTools(call.roundWaitMs)];
-  return { tools: listed, ttlMs: toolsListTtlMs, cacheScope: catalogueVariesByUser() ? 'private' : 'public' };
+  return { tools: sharedListings(listed), ttlMs: toolsListTtlMs, cacheScope: catalogueVariesByUser() ? 'private' : 'public' };
 };
 
 const callParamsSchema = z.object({

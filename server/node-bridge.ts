@@ -121,7 +121,10 @@ export function sendReply(reply: McpReply, res: ServerResponse): void {
     // (its name and value as sent, and the lower-cased table made from them) as long as the request, which
     // an event stream keeps for as long as it is open (about 1.5 KB a stream with a common client's headers).
     res.req.rawHeaders = [];
+    // Node makes both tables when first read, from rawHeaders and the count of headers it parsed: each is
+    // set now, so that neither is made from the emptied list.
     res.req.headers = {};
+    res.req.headersDistinct = {};
     reply.stream.attach(new NodeSseSink(res, reply.stream));
     return;
   }

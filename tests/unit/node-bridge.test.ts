@@ -37,6 +37,7 @@ describe('the Node bridge', () => {
     // The open stream's request keeps no header, neither as sent nor as the lower-cased table.
     expect(seen[0].rawHeaders).toEqual([]);
     expect(seen[0].headers).toEqual({});
+    expect(seen[0].headersDistinct).toEqual({});
     stream.send({ jsonrpc: '2.0', id: 1, result: {} }, 7);
     stream.close();
     const text = await response.text();

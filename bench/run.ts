@@ -259,10 +259,11 @@ async function heavyLoad(server: TestServer, token: string, pgid: number): Promi
       firstFailure ||= String(error);
     }
   });
-  // Sampled by phase: while clients arrive, while every one of them waits, and while the tasks end.
+  // Sampled by phase: while clients arrive, while every one of them waits, and while the tasks end (a
+  // waiter answered at once, its task ended before it came, ends nothing).
   const rss = { arriving: [] as number[], waiting: [] as number[], ending: [] as number[] };
   const sampler = setInterval(() => {
-    const phase = answered + failures > 0 ? 'ending' : opened < taskIds.length ? 'arriving' : 'waiting';
+    const phase = opened + failures < taskIds.length ? 'arriving' : answered - answeredAtOnce + failures > 0 ? 'ending' : 'waiting';
     rss[phase].push(groupRssKib(pgid).totalKib);
   }, 500);
   const waitersOpenAt = performance.now();
